@@ -1,0 +1,98 @@
+# bpfpy: one entry point. See README.md.
+#   make            build build/bpfpy (BPF objects, skeletons, the binary)
+#   make test       install what is missing, build, run every test
+#   make run        install what is missing, build, run the oracle's default job
+#   make bench      the benchmark (prints ratios; writes build/bench.json)
+#   make install    PREFIX=/usr/local
+#   make SAN=1      build with ASan+UBSan (make test SAN=1 runs the suite so)
+
+PREFIX ?= /usr/local
+ARCH := x86
+OUT := build
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= cc
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 $(WARN) -Iuser -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
+LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lpthread
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+OUT := build-san
+endif
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
+
+.PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz
+
+all: $(OUT)/bpfpy
+
+# Installs only what is missing; a no-op (one dpkg query) when all is there.
+deps:
+	@scripts/deps.sh
+
+$(OUT)/bpf $(OUT)/obj $(OUT)/unit:
+	@mkdir -p $@
+
+# BPF: CO-RE objects against the committed vmlinux.h, then skeletons.
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+		$(WARN) -Wno-unused-function -c $< -o $@
+
+$(OUT)/bpf/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+$(OUT)/obj/%.o: user/%.c user/*.h bpf/bpfpy.h bpf/frame_walker.h $(SKELS) | $(OUT)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libbpfpy.a: $(USER_OBJS)
+	$(AR) rcs $@ $^
+
+$(OUT)/bpfpy: $(OUT)/obj/main.o $(OUT)/libbpfpy.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUT)/unit/%: tests/unit/%.c $(OUT)/libbpfpy.a | $(OUT)/unit
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) $< $(OUT)/libbpfpy.a -o $@ $(LDLIBS) -lcmocka
+
+unit: $(UNIT_BINS)
+	@tests/run_unit.sh $(UNIT_BINS)
+
+integration: $(OUT)/bpfpy
+	@OUT=$(OUT) tests/integration/run.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+	@OUT=$(OUT) tests/run_all.sh $(UNIT_BINS)
+
+targets: deps
+	@scripts/targets.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@$(OUT)/bpfpy oracle --default
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@OUT=$(OUT) scripts/bench.sh $(OUT)/bench.json
+
+install: $(OUT)/bpfpy
+	install -D -m 0755 $(OUT)/bpfpy $(DESTDIR)$(PREFIX)/bin/bpfpy
+	install -d $(DESTDIR)$(PREFIX)/share/bpfpy/snippets
+	cp -r snippets/. $(DESTDIR)$(PREFIX)/share/bpfpy/snippets/
+
+vmlinux:
+	scripts/gen_vmlinux.sh vmlinux/$(ARCH)/vmlinux.h
+
+format:
+	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tests/unit/*.c
+
+clean:
+	rm -rf build build-san

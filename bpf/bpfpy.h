@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layouts shared by the BPF programs and user space: the offsets the
+ * frame walker needs, the per-process configuration, and every event that
+ * crosses the ring buffer. Both sides compile this one header, so a field
+ * added here is added everywhere at once.
+ *
+ * Rules for this file: fixed-width types only, no pointers (user addresses
+ * are __u64), explicit padding, no bitfields. It must compile in BPF C (with
+ * vmlinux.h) and in C11 user space (with <linux/types.h>).
+ */
+#ifndef BPFPY_H
+#define BPFPY_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Deepest stack a walk follows; deeper stacks are emitted truncated (leaf
+ * part kept) with SAMPLE_TRUNCATED set. Configurable down from this. */
+#define BPFPY_MAX_DEPTH 1024
+#define BPFPY_DEFAULT_DEPTH 1024
+
+/* Bytes of a frame and of a code object read in one go. One bounded read
+ * per frame and one per code object is the whole per-frame cost. */
+#define BPFPY_FRAME_BUF 128
+#define BPFPY_CODE_BUF 160
+
+/* How a version links frames. */
+enum frame_model {
+	FRAME_MODEL_OBJECT = 1, /* <=3.10: tstate->frame is a PyFrameObject chain */
+	FRAME_MODEL_CFRAME = 2, /* 3.11/3.12: tstate->cframe->current_frame */
+	FRAME_MODEL_DIRECT = 3, /* 3.13+: tstate->current_frame */
+};
+
+/*
+ * Everything version-specific the walk needs. Filled in user space from a
+ * per-version table (<=3.12) or from the target's _Py_DebugOffsets (3.13+),
+ * see user/py_offsets.c. A zero offset means "this version has no such
+ * field" wherever zero cannot be a real offset.
+ */
+struct py_offsets {
+	__u32 version_hex; /* PY_VERSION_HEX of the target */
+	__u8 frame_model;  /* enum frame_model */
+	__u8 lasti_is_bytes; /* <=3.9: f_lasti counts bytes, not code units */
+	__u8 tagged_code;  /* 3.14+: f_executable is a _PyStackRef (low 2 bits tag) */
+	__u8 code_may_be_other; /* 3.13+: f_executable may be a non-code object */
+	__u8 skip_owner_mask; /* bit n set: skip frames whose owner == n */
+	__u8 has_base_frame;  /* 3.15+: the chain must end at tstate->base_frame */
+	__u8 ascii_data_off;  /* compact ASCII str data, from the object */
+	__u8 compact_data_off; /* compact non-ASCII str data */
+
+	/* runtime / interpreter / thread state */
+	__u16 runtime_interpreters_head;
+	__u16 interp_next;
+	__u16 interp_threads_head;
+	__u16 tstate_next;
+	__u16 tstate_frame; /* frame / cframe / current_frame, by model */
+	__u16 cframe_current_frame;
+	__u16 tstate_base_frame;
+	__u16 tstate_native_thread_id; /* 0: version has none (<=3.10) */
+	__u16 tstate_thread_id;        /* pthread_t */
+
+	/* frames */
+	__u16 frame_code;
+	__u16 frame_previous;
+	__u16 frame_instr; /* <=3.10: f_lasti (int); 3.11+: instruction pointer */
+	__u16 frame_owner; /* 3.11+ */
+	__u16 frame_read_size;
+
+	/* code objects */
+	__u16 code_argcount;
+	__u16 code_flags;
+	__u16 code_firstlineno;
+	__u16 code_filename;
+	__u16 code_name;
+	__u16 code_qualname; /* 0 before 3.11: use co_name */
+	__u16 code_linetable; /* co_linetable (3.10+) or co_lnotab (<=3.9) */
+	__u16 code_adaptive;  /* start of bytecode inside the code object, 3.11+ */
+	__u16 code_read_size;
+	__u16 ob_type;
+
+	/* str and bytes objects */
+	__u16 unicode_state;
+	__u16 unicode_length;
+	__u16 bytes_size;
+	__u16 bytes_data;
+	__u16 pad0;
+};
+
+/* Per traced process. Keyed by host tgid in the BPF map proc_configs. */
+struct proc_config {
+	struct py_offsets off;
+	__u64 runtime_addr;   /* &_PyRuntime in the target */
+	__u64 code_type_addr; /* &PyCode_Type, 0 if unknown */
+	__u64 none_addr;      /* &_Py_NoneStruct, 0 if unknown */
+	__u64 gil_locked_addr; /* int: GIL locked; 0 if unknown */
+	__u64 gil_holder_addr; /* PyThreadState *: last holder; 0 if unknown */
+	__u32 max_depth;
+	__u32 pad;
+};
+
+/* Why a walk failed. A failed walk is counted, never emitted as a stack. */
+enum walk_error {
+	WALK_OK = 0,
+	WALK_ERR_READ_TSTATE,  /* thread state not readable */
+	WALK_ERR_READ_FRAME,   /* a frame not readable (page not resident, torn) */
+	WALK_ERR_READ_CODE,    /* a code object not readable */
+	WALK_ERR_BAD_CODE,     /* a frame's code is not a code object */
+	WALK_ERR_NO_BASE,      /* 3.15: chain did not end at tstate->base_frame */
+	WALK_ERR_NO_TSTATE,    /* thread has no Python thread state */
+	WALK_ERR_NO_CONFIG,    /* process not configured */
+	WALK_ERR_CYCLE,        /* a frame links to itself */
+	WALK_ERR__COUNT,
+};
+
+/* One frame as it crosses from the walker to the symbolizer. */
+struct frame_rec {
+	__u64 code;        /* code object address in the target */
+	__s32 instr;       /* instruction index in code units; -1: before the first */
+	__u32 fingerprint; /* identity of the code object, see walk_fingerprint() */
+};
+
+/* sample_hdr.flags */
+#define SAMPLE_TRUNCATED (1u << 0) /* deeper than max_depth: leaf part only */
+#define SAMPLE_GIL_KNOWN (1u << 1) /* the GIL bit below means something */
+#define SAMPLE_GIL_HELD (1u << 2)  /* this thread held the GIL */
+#define SAMPLE_IDLE (1u << 3)      /* wall clock: thread was not running */
+#define SAMPLE_WALL (1u << 4)      /* taken by the wall-clock iterator */
+#define SAMPLE_ERROR (1u << 5)     /* walk failed: err holds the cause, no frames */
+#define SAMPLE_TRACE (1u << 6)     /* taken at a trace probe, see trace_hdr */
+
+/* Header of every ring-buffer record; nframes frame_rec follow, leaf first. */
+struct sample_hdr {
+	__u64 ts_ns; /* bpf_ktime_get_ns() at the sample */
+	__u64 tstate;
+	__u32 pid; /* host tgid */
+	__u32 tid; /* host tid */
+	__u32 cpu;
+	__u32 cost_ns; /* in-kernel time this sample took */
+	__u16 nframes;
+	__u8 flags;
+	__u8 err; /* enum walk_error when SAMPLE_ERROR */
+	__u32 probe_id; /* trace: which probe fired; 0 for samples */
+	__u64 args[2];  /* trace: probe arguments */
+};
+
+/* A whole ring-buffer record, as built in per-CPU scratch before output. */
+struct sample_buf {
+	struct sample_hdr hdr;
+	struct frame_rec frames[BPFPY_MAX_DEPTH];
+};
+
+/* Per-CPU counters, index = enum counter. */
+enum counter {
+	CNT_TICKS = 0,     /* perf events that fired in a target */
+	CNT_KEPT,          /* ticks kept after Poisson thinning */
+	CNT_EMITTED,       /* records written to the ring buffer */
+	CNT_LOST,          /* records lost to a full ring buffer */
+	CNT_NO_PYTHON,     /* thread of a target without a Python thread state */
+	CNT_TRUNCATED,     /* stacks deeper than max_depth */
+	CNT_FRAMES,        /* frames walked, for per-frame cost */
+	CNT_COST_NS,       /* total in-kernel ns spent on kept ticks */
+	CNT_ERR_BASE,      /* + enum walk_error: failed walks by cause */
+	CNT__COUNT = CNT_ERR_BASE + WALK_ERR__COUNT,
+};
+
+#endif /* BPFPY_H */

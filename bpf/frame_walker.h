@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one CPython frame walker. It is compiled three ways:
+ *
+ *   bpf/sampler.bpf.c   reads with bpf_probe_read_user (perf_event, uprobes)
+ *   bpf/wallclock.bpf.c reads with bpf_copy_from_user_task (sleepable iterator)
+ *   user/stack_reader.c reads with process_vm_readv, or a memory image in tests
+ *
+ * so that every mode of the oracle differs only in *when* it reads, never in
+ * how. The includer defines, before including this file:
+ *
+ *   WALK_READER_T                 the reader's context type
+ *   WALK_READ(r, dst, size, addr) copy size bytes of target memory at addr
+ *                                 into dst; 0 on success
+ *
+ * Everything a version changes comes from struct proc_config (bpfpy.h); no
+ * version number is tested here. The code must stay verifier-friendly:
+ * bounded reads into fixed scratch buffers, masked offsets, no recursion.
+ */
+#ifndef FRAME_WALKER_H
+#define FRAME_WALKER_H
+
+#include "bpfpy.h"
+
+#ifdef __VMLINUX_H__
+#define WALK_INLINE static __always_inline
+#else
+#include <string.h>
+#define WALK_INLINE static inline
+#endif
+
+/* Scratch buffers are a power of two plus 8, so that "offset & (size-1)"
+ * both proves to the verifier that a field read stays in bounds and still
+ * leaves room for the 8 bytes read there. */
+#define WALK_FBUF_MASK (BPFPY_FRAME_BUF - 1)
+#define WALK_CBUF_SIZE 256
+#define WALK_CBUF_MASK (WALK_CBUF_SIZE - 1)
+
+_Static_assert((BPFPY_FRAME_BUF & WALK_FBUF_MASK) == 0, "frame buffer must be a power of two");
+_Static_assert(BPFPY_CODE_BUF <= WALK_CBUF_SIZE, "code buffer larger than its mask");
+
+struct walk_scratch {
+	__u8 fbuf[BPFPY_FRAME_BUF + 8];
+	__u8 cbuf[WALK_CBUF_SIZE + 8];
+};
+
+struct walk_state {
+	const struct proc_config *cfg;
+	WALK_READER_T *reader;
+	struct walk_scratch *scratch;
+	struct frame_rec *out; /* BPFPY_MAX_DEPTH entries */
+	__u64 frame;           /* next frame to visit */
+	__u64 base_frame;      /* 3.15+: where the chain must end */
+	__u32 n;               /* frames written to out */
+	__u32 max;             /* depth limit, <= BPFPY_MAX_DEPTH */
+	__u32 visited;         /* frames visited, skipped ones included */
+	__u8 err;              /* enum walk_error */
+	__u8 truncated;
+	__u8 done;
+	__u8 pad;
+};
+
+WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
+{
+#ifdef __VMLINUX_H__
+	return *(const __u64 *)(buf + (off & mask));
+#else
+	__u64 v;
+	memcpy(&v, buf + (off & mask), sizeof(v));
+	return v;
+#endif
+}
+
+WALK_INLINE __u32 walk_u32(const __u8 *buf, __u32 off, __u32 mask)
+{
+#ifdef __VMLINUX_H__
+	return *(const __u32 *)(buf + (off & mask));
+#else
+	__u32 v;
+	memcpy(&v, buf + (off & mask), sizeof(v));
+	return v;
+#endif
+}
+
+WALK_INLINE __u64 walk_mix(__u64 h, __u64 v)
+{
+	h = (h ^ v) * 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
+/*
+ * Identity of a code object, from fields that a reused address almost never
+ * keeps: argcount, flags, first line, and the addresses of its name, file
+ * and line table. Never 0, so that 0 can mean "not read".
+ */
+WALK_INLINE __u32 walk_fingerprint(const __u8 *cbuf, const struct py_offsets *o)
+{
+	__u32 name = o->code_qualname ? o->code_qualname : o->code_name;
+	__u64 h = 0x9e3779b97f4a7c15ULL;
+
+	h = walk_mix(h, walk_u32(cbuf, o->code_argcount, WALK_CBUF_MASK));
+	h = walk_mix(h, walk_u32(cbuf, o->code_flags, WALK_CBUF_MASK));
+	h = walk_mix(h, walk_u32(cbuf, o->code_firstlineno, WALK_CBUF_MASK));
+	h = walk_mix(h, walk_u64(cbuf, name, WALK_CBUF_MASK));
+	h = walk_mix(h, walk_u64(cbuf, o->code_filename, WALK_CBUF_MASK));
+	h = walk_mix(h, walk_u64(cbuf, o->code_linetable, WALK_CBUF_MASK));
+	return (__u32)(h ^ (h >> 32)) | 1;
+}
+
+WALK_INLINE int walk_read_ptr(WALK_READER_T *r, __u64 addr, __u64 *out)
+{
+	*out = 0;
+	return WALK_READ(r, out, sizeof(*out), addr);
+}
+
+/*
+ * Point the walk at a thread's innermost frame. Returns an enum walk_error.
+ */
+WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
+{
+	const struct py_offsets *o = &w->cfg->off;
+	__u64 frame = 0;
+
+	w->n = 0;
+	w->visited = 0;
+	w->err = WALK_OK;
+	w->truncated = 0;
+	w->done = 0;
+	w->base_frame = 0;
+	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
+		return w->err = WALK_ERR_READ_TSTATE;
+	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
+	    walk_read_ptr(w->reader, frame + o->cframe_current_frame, &frame))
+		return w->err = WALK_ERR_READ_TSTATE;
+	if (o->has_base_frame &&
+	    walk_read_ptr(w->reader, tstate + o->tstate_base_frame, &w->base_frame))
+		return w->err = WALK_ERR_READ_TSTATE;
+	w->frame = frame;
+	return WALK_OK;
+}
+
+/* Instruction index in code units of the frame in fbuf, -1 before the first
+ * instruction, -2 when the pointer makes no sense (line then unknown). */
+WALK_INLINE __s32 walk_instr(const struct walk_state *w, __u64 code)
+{
+	const struct py_offsets *o = &w->cfg->off;
+	const __u8 *fbuf = w->scratch->fbuf;
+	__s64 d;
+
+	if (o->frame_model == FRAME_MODEL_OBJECT) {
+		__s32 lasti = (__s32)walk_u32(fbuf, o->frame_instr, WALK_FBUF_MASK);
+
+		if (lasti < 0)
+			return -1;
+		return o->lasti_is_bytes ? lasti / 2 : lasti;
+	}
+	d = (__s64)(walk_u64(fbuf, o->frame_instr, WALK_FBUF_MASK) - (code + o->code_adaptive));
+	if (d < -2 || d > (1 << 26))
+		return -2;
+	/* 3.11/3.12 prev_instr may sit one code unit before the first. */
+	if (d < 0)
+		return -1;
+	return (__s32)(d / 2);
+}
+
+/*
+ * Visit one frame. Returns 1 when the walk is over (done, error or
+ * truncated), 0 to be called again. Shaped as a bpf_loop body.
+ */
+WALK_INLINE int walk_step(struct walk_state *w)
+{
+	const struct proc_config *cfg = w->cfg;
+	const struct py_offsets *o = &cfg->off;
+	struct walk_scratch *s = w->scratch;
+	__u32 fsize = o->frame_read_size, csize = o->code_read_size;
+	__u64 frame = w->frame, prev, code;
+	struct frame_rec *rec;
+
+	if (!frame) {
+		if (o->has_base_frame)
+			w->err = WALK_ERR_NO_BASE;
+		w->done = 1;
+		return 1;
+	}
+	if (o->has_base_frame && frame == w->base_frame) {
+		w->done = 1;
+		return 1;
+	}
+	if (w->n >= w->max || w->n >= BPFPY_MAX_DEPTH) {
+		w->truncated = 1;
+		return 1;
+	}
+	w->visited++;
+	if (fsize > BPFPY_FRAME_BUF)
+		fsize = BPFPY_FRAME_BUF;
+	if (WALK_READ(w->reader, s->fbuf, fsize, frame)) {
+		w->err = WALK_ERR_READ_FRAME;
+		return 1;
+	}
+	prev = walk_u64(s->fbuf, o->frame_previous, WALK_FBUF_MASK);
+	if (prev == frame) {
+		w->err = WALK_ERR_CYCLE;
+		return 1;
+	}
+	w->frame = prev;
+	if (o->frame_model != FRAME_MODEL_OBJECT) {
+		__u8 owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
+
+		if (owner < 8 && (o->skip_owner_mask >> owner) & 1)
+			return 0;
+	}
+	code = walk_u64(s->fbuf, o->frame_code, WALK_FBUF_MASK);
+	if (o->tagged_code)
+		code &= ~3ULL;
+	if (o->code_may_be_other && code && code == cfg->none_addr)
+		return 0;
+	if (!code) {
+		w->err = WALK_ERR_BAD_CODE;
+		return 1;
+	}
+	if (csize > BPFPY_CODE_BUF)
+		csize = BPFPY_CODE_BUF;
+	if (WALK_READ(w->reader, s->cbuf, csize, code)) {
+		w->err = WALK_ERR_READ_CODE;
+		return 1;
+	}
+	if (cfg->code_type_addr &&
+	    walk_u64(s->cbuf, o->ob_type, WALK_CBUF_MASK) != cfg->code_type_addr) {
+		w->err = WALK_ERR_BAD_CODE;
+		return 1;
+	}
+	rec = &w->out[w->n & (BPFPY_MAX_DEPTH - 1)];
+	rec->code = code;
+	rec->instr = walk_instr(w, code);
+	rec->fingerprint = walk_fingerprint(s->cbuf, o);
+	w->n++;
+	return 0;
+}
+
+/*
+ * Iterate over every thread state of every interpreter, as one flat loop so
+ * that BPF needs no nested bpf_loop. Call with it zeroed; each call leaves
+ * the next thread state in it->tstate and returns 1, or returns 0 at the end.
+ */
+struct tstate_iter {
+	__u64 interp;
+	__u64 tstate;
+	__u32 started;
+	__u32 err;
+};
+
+WALK_INLINE int tstate_iter_next(WALK_READER_T *r, const struct proc_config *cfg,
+				 struct tstate_iter *it)
+{
+	const struct py_offsets *o = &cfg->off;
+
+	if (!it->started) {
+		it->started = 1;
+		if (walk_read_ptr(r, cfg->runtime_addr + o->runtime_interpreters_head,
+				  &it->interp)) {
+			it->err = WALK_ERR_READ_TSTATE;
+			return 0;
+		}
+		it->tstate = 0;
+	} else if (it->tstate && walk_read_ptr(r, it->tstate + o->tstate_next, &it->tstate)) {
+		it->err = WALK_ERR_READ_TSTATE;
+		return 0;
+	}
+	/* Two attempts: the current interpreter's next thread, or the next
+	 * interpreter's first (an interpreter may have none: then stop, the
+	 * caller's bound catches long lists anyway). */
+	if (!it->tstate) {
+		if (!it->interp)
+			return 0;
+		if (it->started == 2 &&
+		    walk_read_ptr(r, it->interp + o->interp_next, &it->interp)) {
+			it->err = WALK_ERR_READ_TSTATE;
+			return 0;
+		}
+		it->started = 2;
+		if (!it->interp)
+			return 0;
+		if (walk_read_ptr(r, it->interp + o->interp_threads_head, &it->tstate)) {
+			it->err = WALK_ERR_READ_TSTATE;
+			return 0;
+		}
+		if (!it->tstate)
+			return 0;
+	}
+	return 1;
+}
+
+#endif /* FRAME_WALKER_H */

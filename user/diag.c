@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include "diag.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void vset(struct diag *d, int code, int err, const char *fmt, va_list ap)
+{
+	size_t n;
+
+	d->code = code;
+	d->sys_errno = err;
+	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+	if (!err)
+		return;
+	n = strlen(d->msg);
+	snprintf(d->msg + n, sizeof(d->msg) - n, ": %s", strerror(err));
+	if (err == EPERM || err == EACCES) {
+		n = strlen(d->msg);
+		snprintf(d->msg + n, sizeof(d->msg) - n,
+			 " (reading another process needs CAP_SYS_PTRACE; run as root)");
+	}
+}
+
+int diag_set(struct diag *d, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!d)
+		return -1;
+	va_start(ap, fmt);
+	vset(d, code, 0, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int diag_errno(struct diag *d, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int code = EXIT_FAIL;
+
+	if (!d)
+		return -1;
+	if (err == ESRCH)
+		code = EXIT_NO_PROCESS;
+	else if (err == EPERM || err == EACCES)
+		code = EXIT_PERMISSION;
+	va_start(ap, fmt);
+	vset(d, code, err, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void diag_prefix(struct diag *d, const char *fmt, ...)
+{
+	char pre[256], old[sizeof(d->msg)];
+	va_list ap;
+
+	if (!d)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(pre, sizeof(pre), fmt, ap);
+	va_end(ap);
+	memcpy(old, d->msg, sizeof(old));
+	snprintf(d->msg, sizeof(d->msg), "%s%s", pre, old);
+}
+
+int diag_report(const struct diag *d)
+{
+	fprintf(stderr, "bpfpy: %s\n", d->msg[0] ? d->msg : "unknown error");
+	return d->code ? d->code : EXIT_FAIL;
+}
