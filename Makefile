@@ -31,6 +31,7 @@ USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 
+.SECONDARY:
 .PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz
 
 all: $(OUT)/bpfpy

@@ -18,13 +18,13 @@
 
 /* Deepest stack a walk follows; deeper stacks are emitted truncated (leaf
  * part kept) with SAMPLE_TRUNCATED set. Configurable down from this. */
-#define BPFPY_MAX_DEPTH 1024
+#define BPFPY_MAX_DEPTH	    1024
 #define BPFPY_DEFAULT_DEPTH 1024
 
 /* Bytes of a frame and of a code object read in one go. One bounded read
  * per frame and one per code object is the whole per-frame cost. */
 #define BPFPY_FRAME_BUF 128
-#define BPFPY_CODE_BUF 160
+#define BPFPY_CODE_BUF	160
 
 /* How a version links frames. */
 enum frame_model {
@@ -40,15 +40,15 @@ enum frame_model {
  * field" wherever zero cannot be a real offset.
  */
 struct py_offsets {
-	__u32 version_hex; /* PY_VERSION_HEX of the target */
-	__u8 frame_model;  /* enum frame_model */
-	__u8 lasti_is_bytes; /* <=3.9: f_lasti counts bytes, not code units */
-	__u8 tagged_code;  /* 3.14+: f_executable is a _PyStackRef (low 2 bits tag) */
+	__u32 version_hex;	/* PY_VERSION_HEX of the target */
+	__u8 frame_model;	/* enum frame_model */
+	__u8 lasti_is_bytes;	/* <=3.9: f_lasti counts bytes, not code units */
+	__u8 tagged_code;	/* 3.14+: f_executable is a _PyStackRef (low 2 bits tag) */
 	__u8 code_may_be_other; /* 3.13+: f_executable may be a non-code object */
-	__u8 skip_owner_mask; /* bit n set: skip frames whose owner == n */
-	__u8 has_base_frame;  /* 3.15+: the chain must end at tstate->base_frame */
-	__u8 ascii_data_off;  /* compact ASCII str data, from the object */
-	__u8 compact_data_off; /* compact non-ASCII str data */
+	__u8 skip_owner_mask;	/* bit n set: skip frames whose owner == n */
+	__u8 has_base_frame;	/* 3.15+: the chain must end at tstate->base_frame */
+	__u8 ascii_data_off;	/* compact ASCII str data, from the object */
+	__u8 compact_data_off;	/* compact non-ASCII str data */
 
 	/* runtime / interpreter / thread state */
 	__u16 runtime_interpreters_head;
@@ -59,7 +59,7 @@ struct py_offsets {
 	__u16 cframe_current_frame;
 	__u16 tstate_base_frame;
 	__u16 tstate_native_thread_id; /* 0: version has none (<=3.10) */
-	__u16 tstate_thread_id;        /* pthread_t */
+	__u16 tstate_thread_id;	       /* pthread_t */
 
 	/* frames */
 	__u16 frame_code;
@@ -74,7 +74,7 @@ struct py_offsets {
 	__u16 code_firstlineno;
 	__u16 code_filename;
 	__u16 code_name;
-	__u16 code_qualname; /* 0 before 3.11: use co_name */
+	__u16 code_qualname;  /* 0 before 3.11: use co_name */
 	__u16 code_linetable; /* co_linetable (3.10+) or co_lnotab (<=3.9) */
 	__u16 code_adaptive;  /* start of bytecode inside the code object, 3.11+ */
 	__u16 code_read_size;
@@ -91,9 +91,9 @@ struct py_offsets {
 /* Per traced process. Keyed by host tgid in the BPF map proc_configs. */
 struct proc_config {
 	struct py_offsets off;
-	__u64 runtime_addr;   /* &_PyRuntime in the target */
-	__u64 code_type_addr; /* &PyCode_Type, 0 if unknown */
-	__u64 none_addr;      /* &_Py_NoneStruct, 0 if unknown */
+	__u64 runtime_addr;    /* &_PyRuntime in the target */
+	__u64 code_type_addr;  /* &PyCode_Type, 0 if unknown */
+	__u64 none_addr;       /* &_Py_NoneStruct, 0 if unknown */
 	__u64 gil_locked_addr; /* int: GIL locked; 0 if unknown */
 	__u64 gil_holder_addr; /* PyThreadState *: last holder; 0 if unknown */
 	__u32 max_depth;
@@ -103,32 +103,34 @@ struct proc_config {
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
 enum walk_error {
 	WALK_OK = 0,
-	WALK_ERR_READ_TSTATE,  /* thread state not readable */
-	WALK_ERR_READ_FRAME,   /* a frame not readable (page not resident, torn) */
-	WALK_ERR_READ_CODE,    /* a code object not readable */
-	WALK_ERR_BAD_CODE,     /* a frame's code is not a code object */
-	WALK_ERR_NO_BASE,      /* 3.15: chain did not end at tstate->base_frame */
-	WALK_ERR_NO_TSTATE,    /* thread has no Python thread state */
-	WALK_ERR_NO_CONFIG,    /* process not configured */
-	WALK_ERR_CYCLE,        /* a frame links to itself */
+	WALK_ERR_READ_TSTATE, /* thread state not readable */
+	WALK_ERR_READ_FRAME,  /* a frame not readable (page not resident, torn) */
+	WALK_ERR_READ_CODE,   /* a code object not readable */
+	WALK_ERR_BAD_CODE,    /* a frame's code is not a code object */
+	WALK_ERR_NO_BASE,     /* 3.15: chain did not end at tstate->base_frame */
+	WALK_ERR_NO_TSTATE,   /* thread has no Python thread state */
+	WALK_ERR_NO_CONFIG,   /* process not configured */
+	WALK_ERR_CYCLE,	      /* a frame links to itself */
 	WALK_ERR__COUNT,
 };
 
 /* One frame as it crosses from the walker to the symbolizer. */
 struct frame_rec {
-	__u64 code;        /* code object address in the target */
-	__s32 instr;       /* instruction index in code units; -1: before the first */
+	__u64 code;	   /* code object address in the target */
+	__s32 instr;	   /* raw: f_lasti (<=3.10), or the instruction pointer's byte
+			    * offset from the code object (3.11+); walk_instr_index()
+			    * turns it into an index in code units */
 	__u32 fingerprint; /* identity of the code object, see walk_fingerprint() */
 };
 
 /* sample_hdr.flags */
 #define SAMPLE_TRUNCATED (1u << 0) /* deeper than max_depth: leaf part only */
 #define SAMPLE_GIL_KNOWN (1u << 1) /* the GIL bit below means something */
-#define SAMPLE_GIL_HELD (1u << 2)  /* this thread held the GIL */
-#define SAMPLE_IDLE (1u << 3)      /* wall clock: thread was not running */
-#define SAMPLE_WALL (1u << 4)      /* taken by the wall-clock iterator */
-#define SAMPLE_ERROR (1u << 5)     /* walk failed: err holds the cause, no frames */
-#define SAMPLE_TRACE (1u << 6)     /* taken at a trace probe, see trace_hdr */
+#define SAMPLE_GIL_HELD	 (1u << 2) /* this thread held the GIL */
+#define SAMPLE_IDLE	 (1u << 3) /* wall clock: thread was not running */
+#define SAMPLE_WALL	 (1u << 4) /* taken by the wall-clock iterator */
+#define SAMPLE_ERROR	 (1u << 5) /* walk failed: err holds the cause, no frames */
+#define SAMPLE_TRACE	 (1u << 6) /* taken at a trace probe, see trace_hdr */
 
 /* Header of every ring-buffer record; nframes frame_rec follow, leaf first. */
 struct sample_hdr {
@@ -140,9 +142,9 @@ struct sample_hdr {
 	__u32 cost_ns; /* in-kernel time this sample took */
 	__u16 nframes;
 	__u8 flags;
-	__u8 err; /* enum walk_error when SAMPLE_ERROR */
+	__u8 err;	/* enum walk_error when SAMPLE_ERROR */
 	__u32 probe_id; /* trace: which probe fired; 0 for samples */
-	__u64 args[2];  /* trace: probe arguments */
+	__u64 args[2];	/* trace: probe arguments */
 };
 
 /* A whole ring-buffer record, as built in per-CPU scratch before output. */
@@ -153,15 +155,15 @@ struct sample_buf {
 
 /* Per-CPU counters, index = enum counter. */
 enum counter {
-	CNT_TICKS = 0,     /* perf events that fired in a target */
-	CNT_KEPT,          /* ticks kept after Poisson thinning */
-	CNT_EMITTED,       /* records written to the ring buffer */
-	CNT_LOST,          /* records lost to a full ring buffer */
-	CNT_NO_PYTHON,     /* thread of a target without a Python thread state */
-	CNT_TRUNCATED,     /* stacks deeper than max_depth */
-	CNT_FRAMES,        /* frames walked, for per-frame cost */
-	CNT_COST_NS,       /* total in-kernel ns spent on kept ticks */
-	CNT_ERR_BASE,      /* + enum walk_error: failed walks by cause */
+	CNT_TICKS = 0, /* perf events that fired in a target */
+	CNT_KEPT,      /* ticks kept after Poisson thinning */
+	CNT_EMITTED,   /* records written to the ring buffer */
+	CNT_LOST,      /* records lost to a full ring buffer */
+	CNT_NO_PYTHON, /* thread of a target without a Python thread state */
+	CNT_TRUNCATED, /* stacks deeper than max_depth */
+	CNT_FRAMES,    /* frames walked, for per-frame cost */
+	CNT_COST_NS,   /* total in-kernel ns spent on kept ticks */
+	CNT_ERR_BASE,  /* + enum walk_error: failed walks by cause */
 	CNT__COUNT = CNT_ERR_BASE + WALK_ERR__COUNT,
 };
 

@@ -32,15 +32,17 @@
 /* Scratch buffers are a power of two plus 8, so that "offset & (size-1)"
  * both proves to the verifier that a field read stays in bounds and still
  * leaves room for the 8 bytes read there. */
-#define WALK_FBUF_MASK (BPFPY_FRAME_BUF - 1)
-#define WALK_CBUF_SIZE 256
-#define WALK_CBUF_MASK (WALK_CBUF_SIZE - 1)
+#define WALK_FBUF_MASK	(BPFPY_FRAME_BUF - 1)
+#define WALK_FREAD_MASK (2 * BPFPY_FRAME_BUF - 1) /* read sizes: see fbuf */
+#define WALK_CBUF_SIZE	256
+#define WALK_CBUF_MASK	(WALK_CBUF_SIZE - 1)
 
 _Static_assert((BPFPY_FRAME_BUF & WALK_FBUF_MASK) == 0, "frame buffer must be a power of two");
 _Static_assert(BPFPY_CODE_BUF <= WALK_CBUF_SIZE, "code buffer larger than its mask");
 
 struct walk_scratch {
-	__u8 fbuf[BPFPY_FRAME_BUF + 8];
+	/* Twice the largest read, so a masked read size also fits. */
+	__u8 fbuf[2 * BPFPY_FRAME_BUF + 8];
 	__u8 cbuf[WALK_CBUF_SIZE + 8];
 };
 
@@ -49,15 +51,22 @@ struct walk_state {
 	WALK_READER_T *reader;
 	struct walk_scratch *scratch;
 	struct frame_rec *out; /* BPFPY_MAX_DEPTH entries */
-	__u64 frame;           /* next frame to visit */
+	__u64 frame;	       /* next frame to visit */
 	__u64 base_frame;      /* 3.15+: where the chain must end */
-	__u32 n;               /* frames written to out */
-	__u32 max;             /* depth limit, <= BPFPY_MAX_DEPTH */
-	__u32 visited;         /* frames visited, skipped ones included */
-	__u8 err;              /* enum walk_error */
+	__u32 n;	       /* frames written to out */
+	__u32 max;	       /* depth limit, <= BPFPY_MAX_DEPTH */
+	__u32 visited;	       /* frames visited, skipped ones included */
+	__u8 err;	       /* enum walk_error */
 	__u8 truncated;
 	__u8 done;
 	__u8 pad;
+	/* Derived from the version by walk_begin(), see there. */
+	__u64 code_mask;
+	__u64 instr_base_mask;
+	__u64 skip_code;
+	__u32 fsize;
+	__u32 csize;
+	__u32 skip_owners;
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -114,7 +123,10 @@ WALK_INLINE int walk_read_ptr(WALK_READER_T *r, __u64 addr, __u64 *out)
 }
 
 /*
- * Point the walk at a thread's innermost frame. Returns an enum walk_error.
+ * Point the walk at a thread's innermost frame. Every decision that depends
+ * only on the version is taken here, once, and stored as a mask or an offset
+ * in the walk state: the per-frame step then has almost no branches, which
+ * is what keeps the BPF verifier's state count small.
  */
 WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 {
@@ -127,6 +139,14 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->truncated = 0;
 	w->done = 0;
 	w->base_frame = 0;
+	if (w->max > BPFPY_MAX_DEPTH)
+		w->max = BPFPY_MAX_DEPTH;
+	w->code_mask = o->tagged_code ? ~3ULL : ~0ULL;
+	w->instr_base_mask = o->frame_model == FRAME_MODEL_OBJECT ? 0 : ~0ULL;
+	w->skip_code = o->code_may_be_other ? w->cfg->none_addr : 0;
+	w->fsize = o->frame_read_size > BPFPY_FRAME_BUF ? BPFPY_FRAME_BUF : o->frame_read_size;
+	w->csize = o->code_read_size > BPFPY_CODE_BUF ? BPFPY_CODE_BUF : o->code_read_size;
+	w->skip_owners = o->frame_model == FRAME_MODEL_OBJECT ? 0 : o->skip_owner_mask;
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
@@ -139,28 +159,23 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	return WALK_OK;
 }
 
-/* Instruction index in code units of the frame in fbuf, -1 before the first
- * instruction, -2 when the pointer makes no sense (line then unknown). */
-WALK_INLINE __s32 walk_instr(const struct walk_state *w, __u64 code)
+/*
+ * Instruction index in code units from the raw value a frame_rec carries:
+ * f_lasti before 3.11, the instruction pointer's byte offset from the code
+ * object after. -1 means before the first instruction (3.11/3.12 prev_instr
+ * may sit one code unit early), -2 an offset that makes no sense.
+ */
+WALK_INLINE __s32 walk_instr_index(const struct py_offsets *o, __s32 raw)
 {
-	const struct py_offsets *o = &w->cfg->off;
-	const __u8 *fbuf = w->scratch->fbuf;
-	__s64 d;
-
 	if (o->frame_model == FRAME_MODEL_OBJECT) {
-		__s32 lasti = (__s32)walk_u32(fbuf, o->frame_instr, WALK_FBUF_MASK);
-
-		if (lasti < 0)
+		if (raw < 0)
 			return -1;
-		return o->lasti_is_bytes ? lasti / 2 : lasti;
+		return o->lasti_is_bytes ? raw / 2 : raw;
 	}
-	d = (__s64)(walk_u64(fbuf, o->frame_instr, WALK_FBUF_MASK) - (code + o->code_adaptive));
-	if (d < -2 || d > (1 << 26))
-		return -2;
-	/* 3.11/3.12 prev_instr may sit one code unit before the first. */
-	if (d < 0)
-		return -1;
-	return (__s32)(d / 2);
+	raw -= (__s32)o->code_adaptive;
+	if (raw < 0)
+		return raw >= -2 ? -1 : -2;
+	return raw / 2;
 }
 
 /*
@@ -172,28 +187,23 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	const struct proc_config *cfg = w->cfg;
 	const struct py_offsets *o = &cfg->off;
 	struct walk_scratch *s = w->scratch;
-	__u32 fsize = o->frame_read_size, csize = o->code_read_size;
 	__u64 frame = w->frame, prev, code;
+	__u32 n = w->n, owner;
 	struct frame_rec *rec;
 
-	if (!frame) {
-		if (o->has_base_frame)
+	/* base_frame is 0 unless the version promises one (3.15+). */
+	if (!frame || frame == w->base_frame) {
+		if (!frame && w->base_frame)
 			w->err = WALK_ERR_NO_BASE;
 		w->done = 1;
 		return 1;
 	}
-	if (o->has_base_frame && frame == w->base_frame) {
-		w->done = 1;
-		return 1;
-	}
-	if (w->n >= w->max || w->n >= BPFPY_MAX_DEPTH) {
+	if (n >= w->max) {
 		w->truncated = 1;
 		return 1;
 	}
 	w->visited++;
-	if (fsize > BPFPY_FRAME_BUF)
-		fsize = BPFPY_FRAME_BUF;
-	if (WALK_READ(w->reader, s->fbuf, fsize, frame)) {
+	if (WALK_READ(w->reader, s->fbuf, w->fsize & WALK_FREAD_MASK, frame)) {
 		w->err = WALK_ERR_READ_FRAME;
 		return 1;
 	}
@@ -203,37 +213,26 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		return 1;
 	}
 	w->frame = prev;
-	if (o->frame_model != FRAME_MODEL_OBJECT) {
-		__u8 owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
-
-		if (owner < 8 && (o->skip_owner_mask >> owner) & 1)
-			return 0;
-	}
-	code = walk_u64(s->fbuf, o->frame_code, WALK_FBUF_MASK);
-	if (o->tagged_code)
-		code &= ~3ULL;
-	if (o->code_may_be_other && code && code == cfg->none_addr)
+	owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
+	if ((w->skip_owners >> (owner & 7)) & 1)
 		return 0;
-	if (!code) {
+	code = walk_u64(s->fbuf, o->frame_code, WALK_FBUF_MASK) & w->code_mask;
+	if (code && code == w->skip_code)
+		return 0;
+	if (!code || WALK_READ(w->reader, s->cbuf, w->csize & WALK_CBUF_MASK, code)) {
+		w->err = code ? WALK_ERR_READ_CODE : WALK_ERR_BAD_CODE;
+		return 1;
+	}
+	if (walk_u64(s->cbuf, o->ob_type, WALK_CBUF_MASK) != cfg->code_type_addr) {
 		w->err = WALK_ERR_BAD_CODE;
 		return 1;
 	}
-	if (csize > BPFPY_CODE_BUF)
-		csize = BPFPY_CODE_BUF;
-	if (WALK_READ(w->reader, s->cbuf, csize, code)) {
-		w->err = WALK_ERR_READ_CODE;
-		return 1;
-	}
-	if (cfg->code_type_addr &&
-	    walk_u64(s->cbuf, o->ob_type, WALK_CBUF_MASK) != cfg->code_type_addr) {
-		w->err = WALK_ERR_BAD_CODE;
-		return 1;
-	}
-	rec = &w->out[w->n & (BPFPY_MAX_DEPTH - 1)];
+	rec = &w->out[n & (BPFPY_MAX_DEPTH - 1)];
 	rec->code = code;
-	rec->instr = walk_instr(w, code);
+	rec->instr = (__s32)(walk_u64(s->fbuf, o->frame_instr, WALK_FBUF_MASK) -
+			     (code & w->instr_base_mask));
 	rec->fingerprint = walk_fingerprint(s->cbuf, o);
-	w->n++;
+	w->n = n + 1;
 	return 0;
 }
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "mem_reader.h"
 
 #include <errno.h>
@@ -26,7 +28,8 @@ static int read_image(struct mem_reader *r, void *dst, size_t len, uint64_t addr
 	for (size_t i = 0; i < r->nregions; i++) {
 		const struct mem_region *g = &r->regions[i];
 
-		if (addr >= g->addr && addr - g->addr <= g->len && len <= g->len - (addr - g->addr)) {
+		if (addr >= g->addr && addr - g->addr <= g->len &&
+		    len <= g->len - (addr - g->addr)) {
 			memcpy(dst, (const char *)g->data + (addr - g->addr), len);
 			return 0;
 		}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+#include "bpf_sampler.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sampler.skel.h"
+
+#define MAX_CPUS 1024
+
+struct bpf_sampler {
+	struct sampler_bpf *skel;
+	struct ring_buffer *rb;
+	int ncpus;
+	int cpus[MAX_CPUS];
+	int pfd[MAX_CPUS];
+	struct bpf_link *links[MAX_CPUS];
+	uint64_t period_ns;
+	double keep;
+	bpf_sample_fn fn;
+	void *fn_ctx;
+	int handled;
+	int stop;
+};
+
+static const char *const walk_errors[WALK_ERR__COUNT] = {
+    [WALK_OK] = "ok",
+    [WALK_ERR_READ_TSTATE] = "tstate unreadable",
+    [WALK_ERR_READ_FRAME] = "frame unreadable",
+    [WALK_ERR_READ_CODE] = "code object unreadable",
+    [WALK_ERR_BAD_CODE] = "not a code object",
+    [WALK_ERR_NO_BASE] = "chain not ending at base_frame",
+    [WALK_ERR_NO_TSTATE] = "no thread state",
+    [WALK_ERR_NO_CONFIG] = "process not configured",
+    [WALK_ERR_CYCLE] = "frame cycle",
+};
+
+const char *walk_error_name(int err)
+{
+	if (err < 0 || err >= WALK_ERR__COUNT || !walk_errors[err])
+		return "unknown";
+	return walk_errors[err];
+}
+
+int online_cpus(int *cpus, int max)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	int n = 0, a, b;
+	char sep;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%d", &a) == 1) {
+		b = a;
+		if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+			if (fscanf(f, "%d", &b) != 1)
+				break;
+			if (fscanf(f, "%c", &sep) != 1)
+				sep = '\n';
+		}
+		for (int c = a; c <= b && n < max; c++)
+			cpus[n++] = c;
+		if (sep != ',')
+			break;
+	}
+	fclose(f);
+	return n;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct bpf_sampler *s = ctx;
+	const struct sample_hdr *h = data;
+
+	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec))
+		return 0;
+	s->handled++;
+	if (s->fn && s->fn(s->fn_ctx, h, (const struct frame_rec *)(h + 1))) {
+		s->stop = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o, struct diag *d)
+{
+	struct bpf_sampler *s;
+	unsigned factor = o->poisson_factor ? o->poisson_factor : 8;
+	unsigned mb = o->ringbuf_mb ? o->ringbuf_mb : 16;
+	double base_hz = o->rate_hz;
+	int err;
+
+	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+	if (o->rate_hz <= 0)
+		return diag_set(d, EXIT_USAGE, "sampling rate must be positive");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return diag_errno(d, ENOMEM, "bpf sampler");
+	for (int i = 0; i < MAX_CPUS; i++)
+		s->pfd[i] = -1;
+	if (o->poisson)
+		base_hz *= factor;
+	s->period_ns = (uint64_t)(1e9 / base_hz + 0.5);
+	if (s->period_ns < 1000)
+		s->period_ns = 1000;
+	s->keep = o->poisson ? 1.0 / factor : 1.0;
+
+	s->skel = sampler_bpf__open();
+	if (!s->skel) {
+		err = errno;
+		free(s);
+		return diag_errno(d, err, "cannot open the BPF sampler");
+	}
+	if (o->poisson)
+		s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
+	bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
+	err = sampler_bpf__load(s->skel);
+	if (err) {
+		bpf_sampler_close(s);
+		if (err == -EPERM || err == -EACCES)
+			return diag_set(d, EXIT_PERMISSION,
+					"cannot load BPF programs: %s (needs CAP_BPF and "
+					"CAP_PERFMON, or root)",
+					strerror(-err));
+		return diag_set(
+		    d, EXIT_HOST,
+		    "cannot load the BPF sampler: %s (run with -v for the verifier log)",
+		    strerror(-err));
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+	if (!s->rb) {
+		err = errno;
+		bpf_sampler_close(s);
+		return diag_errno(d, err, "cannot set up the BPF ring buffer");
+	}
+	s->ncpus = online_cpus(s->cpus, MAX_CPUS);
+	if (s->ncpus <= 0) {
+		bpf_sampler_close(s);
+		return diag_set(d, EXIT_HOST, "cannot read /sys/devices/system/cpu/online");
+	}
+	*out = s;
+	return 0;
+}
+
+int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
+{
+	struct perf_event_attr attr = {
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .sample_period = s->period_ns, /* exact period, not adaptive frequency */
+	};
+	int opened = 0;
+
+	for (int i = 0; i < s->ncpus; i++) {
+		int fd =
+		    syscall(__NR_perf_event_open, &attr, -1, s->cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV) /* went offline meanwhile */
+				continue;
+			if (errno == EACCES || errno == EPERM)
+				return diag_set(d, EXIT_PERMISSION,
+						"cannot open the cpu-clock on CPU %d: %s (needs "
+						"CAP_PERFMON, or root)",
+						s->cpus[i], strerror(errno));
+			if (errno == EINVAL)
+				return diag_set(d, EXIT_USAGE,
+						"cpu-clock period %llu ns refused on CPU %d: rate "
+						"above kernel.perf_event_max_sample_rate?",
+						(unsigned long long)s->period_ns, s->cpus[i]);
+			return diag_errno(d, errno, "perf_event_open(cpu-clock, CPU %d)",
+					  s->cpus[i]);
+		}
+		s->pfd[i] = fd;
+		s->links[i] = bpf_program__attach_perf_event(s->skel->progs.on_cpu_tick, fd);
+		if (!s->links[i]) {
+			int err = errno;
+
+			return diag_errno(d, err, "cannot attach the sampler to CPU %d",
+					  s->cpus[i]);
+		}
+		opened++;
+	}
+	if (!opened)
+		return diag_set(d, EXIT_HOST, "no online CPU accepted a cpu-clock event");
+	return 0;
+}
+
+int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg, struct diag *d)
+{
+	__u32 key = pid;
+
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.proc_configs), &key, cfg, BPF_ANY))
+		return diag_errno(d, errno, "pid %d: cannot register with the BPF sampler", pid);
+	return 0;
+}
+
+void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
+{
+	__u32 key = pid;
+
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_configs), &key);
+}
+
+int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx)
+{
+	int err;
+
+	s->fn = fn;
+	s->fn_ctx = ctx;
+	s->handled = 0;
+	/* Records are written with BPF_RB_NO_WAKEUP, so epoll would sleep the
+	 * whole timeout: consume what is there, sleep, consume again. */
+	err = ring_buffer__consume(s->rb);
+	if (err >= 0 && !s->handled && !s->stop && timeout_ms > 0) {
+		usleep((useconds_t)timeout_ms * 1000);
+		err = ring_buffer__consume(s->rb);
+	}
+	if (err < 0 && err != -EINTR)
+		return -1;
+	return s->handled;
+}
+
+int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+	int fd = bpf_map__fd(s->skel->maps.counters);
+
+	if (ncpu <= 0)
+		return -1;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -1;
+	for (__u32 k = 0; k < CNT__COUNT; k++) {
+		out[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s)
+{
+	return s->period_ns;
+}
+
+double bpf_sampler_keep_prob(const struct bpf_sampler *s)
+{
+	return s->keep;
+}
+
+int bpf_sampler_ncpus(const struct bpf_sampler *s)
+{
+	return s->ncpus;
+}
+
+void bpf_sampler_close(struct bpf_sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < MAX_CPUS; i++) {
+		if (s->links[i])
+			bpf_link__destroy(s->links[i]);
+		if (s->pfd[i] >= 0)
+			close(s->pfd[i]);
+	}
+	ring_buffer__free(s->rb);
+	sampler_bpf__destroy(s->skel);
+	free(s);
+}

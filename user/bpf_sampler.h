@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-kernel sampler from user space: loads bpf/sampler.bpf.c, opens the
+ * software cpu-clock on every online CPU in exact-period mode, and hands
+ * every ring-buffer record to a callback.
+ */
+#ifndef BPF_SAMPLER_H
+#define BPF_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpfpy.h"
+#include "diag.h"
+
+struct bpf_sampler_opts {
+	double rate_hz;		 /* wanted mean rate per running thread */
+	int poisson;		 /* thin a faster clock to geometric gaps */
+	unsigned poisson_factor; /* base clock = factor x rate (default 8) */
+	unsigned ringbuf_mb;	 /* ring buffer size, MiB (default 16) */
+	int verbose;		 /* libbpf debug log on stderr */
+};
+
+struct bpf_sampler;
+
+/* Called for every record, frames leaf first. Return non-zero to stop polling. */
+typedef int (*bpf_sample_fn)(void *ctx, const struct sample_hdr *h, const struct frame_rec *frames);
+
+int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o, struct diag *d);
+int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg,
+		    struct diag *d);
+void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
+/* Start the clocks; until then nothing is sampled (lets the caller register
+ * every process first). */
+int bpf_sampler_start(struct bpf_sampler *s, struct diag *d);
+/* Drain what is in the ring buffer, waiting up to timeout_ms for the first
+ * record. Returns records handled, or -1. */
+int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx);
+/* Counters summed over CPUs, indexed by enum counter. */
+int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT]);
+/* The clock's actual base period and the keep probability. */
+uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s);
+double bpf_sampler_keep_prob(const struct bpf_sampler *s);
+int bpf_sampler_ncpus(const struct bpf_sampler *s);
+void bpf_sampler_close(struct bpf_sampler *s);
+
+/* Online CPUs as a list, from /sys/devices/system/cpu/online. Returns count. */
+int online_cpus(int *cpus, int max);
+
+/* Text of an enum walk_error / enum counter, for summaries. */
+const char *walk_error_name(int err);
+
+#endif /* BPF_SAMPLER_H */

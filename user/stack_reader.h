@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every thread's stack of a process, read from user space with the same
+ * walker the BPF programs run (bpf/frame_walker.h). Used by `dump`, by the
+ * oracle's ptrace and live modes, and by tests over memory images.
+ */
+#ifndef STACK_READER_H
+#define STACK_READER_H
+
+#include <stdint.h>
+
+#include "bpfpy.h"
+#include "diag.h"
+#include "mem_reader.h"
+
+/* Threads read per process at most; more are reported, not read. */
+#define STACK_MAX_THREADS 4096
+
+struct thread_stack {
+	uint64_t tstate;
+	uint64_t pthread_id; /* pthread_t, every version */
+	uint32_t tid;	     /* OS thread id; 0 where the version does not keep it */
+	uint8_t flags;	     /* SAMPLE_* */
+	uint8_t err;	     /* enum walk_error, with SAMPLE_ERROR */
+	uint16_t pad;
+	uint32_t nframes;
+	uint32_t visited;
+	struct frame_rec frames[BPFPY_MAX_DEPTH]; /* leaf first */
+};
+
+/* Walk one thread state. Returns 0, or -1 with ts->err set. */
+int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
+		      struct thread_stack *ts);
+
+/* Every thread of every interpreter, into out[0..max). *count is the number of
+ * thread states found (may exceed max: the rest are not read). Returns -1 with
+ * d set only when the thread list itself cannot be read. */
+int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct thread_stack *out,
+		   int max, int *count, struct diag *d);
+
+#endif /* STACK_READER_H */
