@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Line-table decoders. See linetable.h for the formats; the comments here
+ * are about the places where a hostile or torn table could mislead us.
+ */
+#include "linetable.h"
+
+#include <limits.h>
+
+/* Python 3.11 and 3.10, as PY_VERSION_HEX prefixes. */
+#define PY_3_11 0x030b0000u
+#define PY_3_10 0x030a0000u
+
+/* A line number we are willing to report. Deltas from a hostile table can
+ * push the running line anywhere; past INT_MAX (or below 0) it is noise. */
+static int line_ok(int64_t line)
+{
+	return line >= 0 && line <= INT_MAX;
+}
+
+/*
+ * PEP 657 varints: 6-bit groups, least significant first, 0x40 = more.
+ * CPython never sets bit 7 inside a varint (bit 7 starts an entry), so a
+ * byte with it set means the table is torn and we stop. More than 5 groups
+ * (30 bits) cannot come from a real table either.
+ */
+static int read_varint(const uint8_t *tab, size_t len, size_t *i, uint32_t *out)
+{
+	uint32_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*i >= len || shift > 24)
+			return -1;
+		b = tab[(*i)++];
+		if (b & 0x80)
+			return -1;
+		v |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	*out = v;
+	return 0;
+}
+
+static int read_svarint(const uint8_t *tab, size_t len, size_t *i, int64_t *out)
+{
+	uint32_t u;
+
+	if (read_varint(tab, len, i, &u))
+		return -1;
+	*out = (u & 1) ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
+	return 0;
+}
+
+int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+{
+	int64_t line = firstlineno, delta;
+	int64_t pos = 0; /* first code unit of the current entry */
+	size_t i = 0;
+	uint32_t skip;
+
+	if ((!tab && len) || instr_index < -1)
+		return -1;
+	if (instr_index == -1)
+		instr_index = 0;
+	while (i < len) {
+		uint8_t b = tab[i++];
+		int code = (b >> 3) & 15, n = (b & 7) + 1, has_line = 1;
+
+		/* Entries start with bit 7 set; anything else means we are
+		 * out of step with the table, and every later answer would
+		 * be wrong. */
+		if (!(b & 0x80))
+			return -1;
+		switch (code) {
+		case 15: /* no location */
+			has_line = 0;
+			break;
+		case 14: /* long form: line delta, end line, column, end column */
+			if (read_svarint(tab, len, &i, &delta) ||
+			    read_varint(tab, len, &i, &skip) || read_varint(tab, len, &i, &skip) ||
+			    read_varint(tab, len, &i, &skip))
+				return -1;
+			line += delta;
+			break;
+		case 13: /* no columns */
+			if (read_svarint(tab, len, &i, &delta))
+				return -1;
+			line += delta;
+			break;
+		case 12:
+		case 11:
+		case 10: /* one-line form: delta in the code, two column bytes */
+			if (len - i < 2)
+				return -1;
+			i += 2;
+			line += code - 10;
+			break;
+		default: /* short form: same line, one column byte */
+			if (len - i < 1)
+				return -1;
+			i += 1;
+			break;
+		}
+		if (instr_index < pos + n)
+			return has_line && line_ok(line) ? (int)line : -1;
+		pos += n;
+	}
+	return -1;
+}
+
+int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+{
+	int64_t line = firstlineno, start = 0, addr;
+
+	if ((!tab && len) || instr_index < -1)
+		return -1;
+	if (instr_index == -1)
+		instr_index = 0;
+	addr = (int64_t)instr_index * 2;
+	/* An odd trailing byte is half an entry: ignored, as CPython does. */
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		int64_t end = start + tab[i];
+		int8_t ldelta = (int8_t)tab[i + 1];
+		int cur_known = ldelta != -128;
+
+		/* Zero-length entries only carry line deltas too big for one
+		 * byte; they cover no instruction, so the range test below
+		 * never matches them. */
+		if (cur_known)
+			line += ldelta;
+		if (addr >= start && addr < end)
+			return cur_known && line_ok(line) ? (int)line : -1;
+		start = end;
+	}
+	return -1;
+}
+
+int linetable_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+{
+	int64_t line = firstlineno, addr = 0, target;
+
+	if ((!tab && len) || instr_index < -1)
+		return -1;
+	if (instr_index == -1)
+		instr_index = 0;
+	target = (int64_t)instr_index * 2;
+	/* co_lnotab does not record where the bytecode ends, so an index past
+	 * the end gets the last line, exactly as PyCode_Addr2Line answers. */
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		addr += tab[i];
+		if (addr > target)
+			break;
+		line += (int8_t)tab[i + 1];
+	}
+	return line_ok(line) ? (int)line : -1;
+}
+
+int linetable_line(uint32_t version_hex, const uint8_t *tab, size_t len, int firstlineno,
+		   int instr_index)
+{
+	if (version_hex >= PY_3_11)
+		return linetable_line_pep657(tab, len, firstlineno, instr_index);
+	if (version_hex >= PY_3_10)
+		return linetable_line_pep626(tab, len, firstlineno, instr_index);
+	return linetable_line_lnotab(tab, len, firstlineno, instr_index);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Instruction index -> source line, for the three line-table formats
+ * CPython has used:
+ *
+ *   <= 3.9   co_lnotab: (byte offset increment, signed line increment) pairs
+ *   3.10     PEP 626 co_linetable: (byte length, signed line delta) pairs,
+ *            -128 meaning "no line"
+ *   >= 3.11  PEP 657 location table in co_linetable
+ *
+ * Tables are copied out of a process we do not trust, so every decoder is
+ * bounded by the table's length and by a step count, and answers -1 rather
+ * than guessing when the table is short or malformed.
+ *
+ * Instruction indices are in code units (2 bytes) in every version. -1
+ * means "before the first instruction" (3.11/3.12 prev_instr) and is
+ * answered with the first instruction's line.
+ */
+#ifndef LINETABLE_H
+#define LINETABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Line of instruction instr_index of a code object of Python version_hex
+ * (PY_VERSION_HEX), or -1 when unknown: no location, past the end, a
+ * truncated or malformed table, or instr_index < -1. */
+int linetable_line(uint32_t version_hex, const uint8_t *tab, size_t len, int firstlineno,
+		   int instr_index);
+
+/* The decoders behind linetable_line, one per format. */
+int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index);
+int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index);
+int linetable_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int instr_index);
+
+#endif /* LINETABLE_H */
