@@ -13,11 +13,16 @@
 #include <bpf/libbpf.h>
 
 #include "sampler.skel.h"
+#include "wallclock.skel.h"
 
 #define MAX_CPUS 1024
 
 struct bpf_sampler {
-	struct sampler_bpf *skel;
+	struct sampler_bpf *skel;    /* --clock cpu */
+	struct wallclock_bpf *wskel; /* --clock wall */
+	struct bpf_link *iter_link;
+	int configs_fd, counters_fd;
+	pid_t only_pid; /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
 	int ncpus;
 	int cpus[MAX_CPUS];
@@ -29,6 +34,8 @@ struct bpf_sampler {
 	void *fn_ctx;
 	int handled;
 	int stop;
+	int wall;
+	int nprocs;
 };
 
 static const char *const walk_errors[WALK_ERR__COUNT] = {
@@ -109,7 +116,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	unsigned factor = o->poisson_factor ? o->poisson_factor : 8;
 	unsigned mb = o->ringbuf_mb ? o->ringbuf_mb : 16;
 	double base_hz = o->rate_hz;
-	int err;
+	int err, events_fd;
 
 	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
 	if (o->rate_hz <= 0)
@@ -126,16 +133,28 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->period_ns = 1000;
 	s->keep = o->poisson ? 1.0 / factor : 1.0;
 
-	s->skel = sampler_bpf__open();
-	if (!s->skel) {
-		err = errno;
-		free(s);
-		return diag_errno(d, err, "cannot open the BPF sampler");
+	s->wall = o->wall;
+	if (o->wall) {
+		s->wskel = wallclock_bpf__open();
+		if (!s->wskel) {
+			err = errno;
+			free(s);
+			return diag_errno(d, err, "cannot open the BPF wall-clock iterator");
+		}
+		bpf_map__set_max_entries(s->wskel->maps.events, mb << 20);
+		err = wallclock_bpf__load(s->wskel);
+	} else {
+		s->skel = sampler_bpf__open();
+		if (!s->skel) {
+			err = errno;
+			free(s);
+			return diag_errno(d, err, "cannot open the BPF sampler");
+		}
+		if (o->poisson)
+			s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
+		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
+		err = sampler_bpf__load(s->skel);
 	}
-	if (o->poisson)
-		s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
-	bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
-	err = sampler_bpf__load(s->skel);
 	if (err) {
 		bpf_sampler_close(s);
 		if (err == -EPERM || err == -EACCES)
@@ -143,12 +162,20 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 					"cannot load BPF programs: %s (needs CAP_BPF and "
 					"CAP_PERFMON, or root)",
 					strerror(-err));
-		return diag_set(
-		    d, EXIT_HOST,
-		    "cannot load the BPF sampler: %s (run with -v for the verifier log)",
-		    strerror(-err));
+		return diag_set(d, EXIT_HOST,
+				"cannot load the BPF %s: %s (run with -v for the verifier log)",
+				o->wall ? "wall-clock iterator" : "sampler", strerror(-err));
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+	if (o->wall) {
+		s->configs_fd = bpf_map__fd(s->wskel->maps.proc_configs);
+		s->counters_fd = bpf_map__fd(s->wskel->maps.counters);
+		events_fd = bpf_map__fd(s->wskel->maps.events);
+	} else {
+		s->configs_fd = bpf_map__fd(s->skel->maps.proc_configs);
+		s->counters_fd = bpf_map__fd(s->skel->maps.counters);
+		events_fd = bpf_map__fd(s->skel->maps.events);
+	}
+	s->rb = ring_buffer__new(events_fd, on_record, s, NULL);
 	if (!s->rb) {
 		err = errno;
 		bpf_sampler_close(s);
@@ -173,6 +200,22 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 	};
 	int opened = 0;
 
+	if (s->wall) {
+		/* One process: let the kernel iterate only its threads. */
+		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+		union bpf_iter_link_info linfo;
+
+		memset(&linfo, 0, sizeof(linfo));
+		if (s->only_pid) {
+			linfo.task.pid = s->only_pid;
+			opts.link_info = &linfo;
+			opts.link_info_len = sizeof(linfo);
+		}
+		s->iter_link = bpf_program__attach_iter(s->wskel->progs.wall_snapshot, &opts);
+		if (!s->iter_link)
+			return diag_errno(d, errno, "cannot attach the wall-clock task iterator");
+		return 0;
+	}
 	for (int i = 0; i < s->ncpus; i++) {
 		int fd =
 		    syscall(__NR_perf_event_open, &attr, -1, s->cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
@@ -212,8 +255,10 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 {
 	__u32 key = pid;
 
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.proc_configs), &key, cfg, BPF_ANY))
+	if (bpf_map_update_elem(s->configs_fd, &key, cfg, BPF_ANY))
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF sampler", pid);
+	s->nprocs++;
+	s->only_pid = s->nprocs == 1 ? pid : 0;
 	return 0;
 }
 
@@ -221,7 +266,25 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
 {
 	__u32 key = pid;
 
-	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_configs), &key);
+	bpf_map_delete_elem(s->configs_fd, &key);
+}
+
+int bpf_sampler_snapshot(struct bpf_sampler *s, struct diag *d)
+{
+	char buf[64];
+	int fd;
+
+	if (!s->iter_link)
+		return diag_set(d, EXIT_FAIL, "wall-clock iterator not started");
+	/* Each read of a fresh iterator fd runs the program over every task;
+	 * the program writes nothing to the seq file, so one read ends it. */
+	fd = bpf_iter_create(bpf_link__fd(s->iter_link));
+	if (fd < 0)
+		return diag_errno(d, errno, "cannot run the wall-clock iterator");
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	return 0;
 }
 
 int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx)
@@ -247,7 +310,7 @@ int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT])
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals;
-	int fd = bpf_map__fd(s->skel->maps.counters);
+	int fd = s->counters_fd;
 
 	if (ncpu <= 0)
 		return -1;
@@ -291,6 +354,8 @@ void bpf_sampler_close(struct bpf_sampler *s)
 			close(s->pfd[i]);
 	}
 	ring_buffer__free(s->rb);
+	bpf_link__destroy(s->iter_link);
 	sampler_bpf__destroy(s->skel);
+	wallclock_bpf__destroy(s->wskel);
 	free(s);
 }

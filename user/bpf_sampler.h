@@ -19,6 +19,7 @@ struct bpf_sampler_opts {
 	unsigned poisson_factor; /* base clock = factor x rate (default 8) */
 	unsigned ringbuf_mb;	 /* ring buffer size, MiB (default 16) */
 	int verbose;		 /* libbpf debug log on stderr */
+	int wall;		 /* wall clock: a task iterator run by bpf_sampler_snapshot */
 };
 
 struct bpf_sampler;
@@ -33,6 +34,8 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
 /* Start the clocks; until then nothing is sampled (lets the caller register
  * every process first). */
 int bpf_sampler_start(struct bpf_sampler *s, struct diag *d);
+/* Wall clock: snapshot every thread of the registered processes now. */
+int bpf_sampler_snapshot(struct bpf_sampler *s, struct diag *d);
 /* Drain what is in the ring buffer, waiting up to timeout_ms for the first
  * record. Returns records handled, or -1. */
 int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx);
