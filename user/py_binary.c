@@ -255,7 +255,9 @@ static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c,
 		b->build_id[0] = '\0';
 
 	/* Py_Version as the running process has it, else as the file has it;
-	 * they differ only if the file was replaced under the process. */
+	 * they differ only if the file was replaced under the process. It is
+	 * a "const unsigned long", whose low 4 bytes (little-endian x86) hold
+	 * the value whatever its width. */
 	if (!elfsym_lookup(e, "Py_Version", &v, NULL)) {
 		struct mem_reader r;
 		uint32_t ver = 0;
