@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: MIT
+/*
+ * How a stop works, and why it is built this way.
+ *
+ * PTRACE_INTERRUPT guarantees one trap "after" the request. If the thread is
+ * already sitting in a ptrace stop (a signal arrived, it cloned, it joined a
+ * group stop) the trap is not consumed by that stop: it fires as soon as the
+ * thread is continued, leaving the thread stopped behind our back until the
+ * next sample -- and if we interrupted it again then, forever. So a thread is
+ * interrupted only when it is not known to be stopped: every sample first
+ * collects already-reported stops with WNOHANG. A stop reported in the few
+ * instructions between that check and the interrupt can still leave one
+ * stale trap; it is collected (without a new interrupt) at the next sample,
+ * so the damage is one thread parked for one interval, never a loop.
+ *
+ * Waiting is per tid, never waitpid(-1): the caller may have children of its
+ * own, or other stoppers, whose events must not be stolen. Non-leader
+ * threads are waited first because the kernel will not report a dead group
+ * leader while other threads of its group are unreaped zombies -- and a
+ * traced thread stays a zombie until its tracer reaps it.
+ *
+ * No PTRACE_O_TRACEEXIT: an exit stop would hold every exiting thread until
+ * the next sample. Exits are seen as exit statuses instead.
+ */
+#include "ptrace_stop.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+	T_RUNNING = 0, /* continued (or just seized) */
+	T_INTERRUPTED, /* PTRACE_INTERRUPT sent, stop not yet reaped */
+	T_NEW,	       /* auto-attached by a clone: its first stop is due */
+	T_STOPPED,     /* in a ptrace stop we have reaped */
+	T_GONE,	       /* exited and reaped: removed at the end of the stop */
+	T_ZOMBIE,      /* dead group leader, reported only when the group is empty */
+};
+
+#define ATTACH_MAX_PASSES 1000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The registry of live stoppers, for the signal handler. Slots are claimed
+ * and cleared with atomics; the owner tid sits next to the pointer so a
+ * handler running on another thread can skip a stopper without touching it
+ * (it could be freed under its feet, and it could not ptrace it anyway).
+ */
+#define REGISTRY_SLOTS 64
+static _Atomic(struct stopper *) registry[REGISTRY_SLOTS];
+static _Atomic pid_t registry_owner[REGISTRY_SLOTS];
+
+/* Code that reallocates or frees what the handler reads runs with the
+ * handled signals blocked in this thread. */
+static void block_fatal(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void unblock_fatal(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static int registry_add(struct stopper *s)
+{
+	for (int i = 0; i < REGISTRY_SLOTS; i++) {
+		struct stopper *expect = NULL;
+
+		if (atomic_compare_exchange_strong(&registry[i], &expect, s)) {
+			atomic_store(&registry_owner[i], s->owner);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void registry_remove(struct stopper *s)
+{
+	for (int i = 0; i < REGISTRY_SLOTS; i++) {
+		if (atomic_load(&registry[i]) == s) {
+			atomic_store(&registry_owner[i], 0);
+			atomic_store(&registry[i], NULL);
+		}
+	}
+}
+
+static int find_thread(const struct stopper *s, pid_t tid)
+{
+	for (int i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return i;
+	return -1;
+}
+
+static int add_thread(struct stopper *s, pid_t tid, int state, struct diag *d)
+{
+	if (s->nthreads == s->cap) {
+		int cap = s->cap ? s->cap * 2 : 16;
+		struct stopper_thread *t;
+		sigset_t old;
+
+		block_fatal(&old);
+		t = realloc(s->threads, (size_t)cap * sizeof(*t));
+		if (t) {
+			s->threads = t;
+			s->cap = cap;
+		}
+		unblock_fatal(&old);
+		if (!t)
+			return diag_errno(d, ENOMEM, "pid %d: thread table of %d", s->pid, cap);
+	}
+	s->threads[s->nthreads] = (struct stopper_thread){.tid = tid, .state = state};
+	s->nthreads++;
+	s->threads_added++;
+	return 0;
+}
+
+/* Reads "Field:\t<int>" from a /proc status file; -1 if absent. */
+static long proc_status_field(pid_t pid, pid_t tid, const char *field)
+{
+	char path[64], line[256];
+	size_t n = strlen(field);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static int has_cap_sys_ptrace(void)
+{
+	char line[256];
+	int yes = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "CapEff:", 7)) {
+			yes = (strtoull(line + 7, NULL, 16) >> 19) & 1; /* CAP_SYS_PTRACE */
+			break;
+		}
+	}
+	fclose(f);
+	return yes;
+}
+
+/* EPERM from PTRACE_SEIZE has three usual causes; the user needs to know
+ * which one to fix, so look at each before blaming capabilities. */
+static int seize_eperm(struct stopper *s, pid_t tid, long tracer, struct diag *d)
+{
+	char comm[64] = "?", path[64];
+	int yama = -1;
+	FILE *f;
+
+	if (tracer > 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/comm", tracer);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		diag_set(d, EXIT_PERMISSION,
+			 "pid %d: cannot trace thread %d: already traced by pid %ld (%s) "
+			 "(TracerPid in /proc/%d/status); a thread has one tracer at most "
+			 "-- stop that strace, gdb or profiler first",
+			 s->pid, tid, tracer, comm, s->pid);
+		d->sys_errno = EPERM;
+		return -1;
+	}
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &yama) != 1)
+			yama = -1;
+		fclose(f);
+	}
+	if (yama == 3) {
+		diag_set(d, EXIT_PERMISSION,
+			 "pid %d: cannot trace thread %d: kernel.yama.ptrace_scope=3 forbids "
+			 "ptrace attach for everyone until reboot",
+			 s->pid, tid);
+	} else if (yama >= 1 && !has_cap_sys_ptrace()) {
+		diag_set(d, EXIT_PERMISSION,
+			 "pid %d: cannot trace thread %d: kernel.yama.ptrace_scope=%d allows "
+			 "attaching to a non-child only with CAP_SYS_PTRACE (run as root, or "
+			 "sysctl kernel.yama.ptrace_scope=0)",
+			 s->pid, tid, yama);
+	} else {
+		diag_set(d, EXIT_PERMISSION,
+			 "pid %d: cannot trace thread %d: Operation not permitted (needs "
+			 "CAP_SYS_PTRACE: run as root; in a container add --cap-add SYS_PTRACE "
+			 "and a seccomp profile allowing ptrace)",
+			 s->pid, tid);
+	}
+	d->sys_errno = EPERM;
+	return -1;
+}
+
+/* One pass over /proc/PID/task: seize what is new. Returns the number of
+ * threads added, or -1. */
+static int seize_pass(struct stopper *s, struct diag *d)
+{
+	char path[64];
+	struct dirent *e;
+	int added = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
+	dir = opendir(path);
+	if (!dir) {
+		if (errno == ENOENT)
+			return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", s->pid);
+		return diag_errno(d, errno, "pid %d: cannot list %s", s->pid, path);
+	}
+	while ((e = readdir(dir))) {
+		pid_t tid = (pid_t)strtol(e->d_name, NULL, 10);
+		long tracer;
+
+		if (tid <= 0 || find_thread(s, tid) >= 0)
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACECLONE) == 0) {
+			if (add_thread(s, tid, T_RUNNING, d))
+				goto fail;
+			added++;
+			continue;
+		}
+		if (errno == ESRCH)
+			continue; /* exited since the listing; the process check comes later */
+		if (errno != EPERM) {
+			diag_errno(d, errno, "pid %d: PTRACE_SEIZE of thread %d", s->pid, tid);
+			goto fail;
+		}
+		/* A thread created by one we already hold is attached by the kernel
+		 * (TRACECLONE) and refuses a second seize: it is ours. */
+		tracer = proc_status_field(s->pid, tid, "TracerPid");
+		if (tracer == getpid()) {
+			if (add_thread(s, tid, T_RUNNING, d))
+				goto fail;
+			added++;
+			continue;
+		}
+		if (tracer < 0 && kill(s->pid, 0) && errno == ESRCH)
+			continue;
+		seize_eperm(s, tid, tracer, d);
+		goto fail;
+	}
+	closedir(dir);
+	return added;
+fail:
+	closedir(dir);
+	return -1;
+}
+
+int stopper_attach(struct stopper *s, pid_t pid, struct diag *d)
+{
+	int passes = 0, n;
+
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->owner = gettid();
+	if (pid <= 0)
+		return diag_set(d, EXIT_USAGE, "pid %d: not a process id", pid);
+	if (pid == getpid())
+		return diag_set(d, EXIT_USAGE, "pid %d: bpfpy cannot stop itself", pid);
+	if (registry_add(s))
+		return diag_set(d, EXIT_FAIL, "pid %d: more than %d stoppers at once", pid,
+				REGISTRY_SLOTS);
+	/* Threads may be born while we list; TRACECLONE catches those created by
+	 * seized threads, the next pass catches the rest. */
+	do {
+		n = seize_pass(s, d);
+		if (n < 0)
+			goto fail;
+		if (++passes > ATTACH_MAX_PASSES) {
+			diag_set(d, EXIT_FAIL,
+				 "pid %d: thread set still changing after %d listings", pid,
+				 ATTACH_MAX_PASSES);
+			goto fail;
+		}
+	} while (n > 0);
+	if (s->nthreads == 0) {
+		diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", pid);
+		goto fail;
+	}
+	return 0;
+fail:
+	stopper_detach(s);
+	s->pid = pid;
+	return -1;
+}
+
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* Takes in a wait status of thread i. */
+static int absorb(struct stopper *s, int i, int status, struct diag *d)
+{
+	struct stopper_thread *t = &s->threads[i];
+	int sig, event;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		t->state = T_GONE;
+		s->threads_dropped++;
+		return 0;
+	}
+	if (!WIFSTOPPED(status))
+		return 0; /* WIFCONTINUED: not asked for, cannot happen */
+	sig = WSTOPSIG(status);
+	event = status >> 16;
+	t->state = T_STOPPED;
+	t->pending_sig = 0;
+	t->group_stop = 0;
+	if (event == PTRACE_EVENT_CLONE) {
+		unsigned long child;
+		pid_t tid = t->tid;
+
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child))
+			return diag_errno(d, errno, "pid %d: thread %d cloned, GETEVENTMSG", s->pid,
+					  tid);
+		if (find_thread(s, (pid_t)child) < 0 && add_thread(s, (pid_t)child, T_NEW, d))
+			return -1;
+	} else if (event == PTRACE_EVENT_STOP) {
+		/* SIGTRAP: our interrupt, a new thread's first stop or a job
+		 * control notification. A stop signal: the process is in a group
+		 * stop that resume must not break. */
+		if (is_stop_signal(sig)) {
+			t->group_stop = 1;
+			s->group_stops++;
+		}
+	} else if (event == 0) {
+		t->pending_sig = sig; /* signal-delivery stop: hand it back later */
+	}
+	return 0;
+}
+
+/* Blocking wait for thread i's stop or exit. */
+static int wait_thread(struct stopper *s, int i, struct diag *d)
+{
+	pid_t tid = s->threads[i].tid;
+	int status;
+
+	if (tid == s->pid) {
+		/* A leader that died alone (pthread_exit) is a zombie the
+		 * kernel will not report while other threads live: waiting
+		 * for it would hang. */
+		pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+
+		if (r == tid)
+			return absorb(s, i, status, d);
+		if (r == 0) {
+			char path[64], buf[512], *p;
+			ssize_t n = -1;
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/proc/%d/stat", tid);
+			f = fopen(path, "re");
+			if (f) {
+				n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+				fclose(f);
+			}
+			if (n > 0) {
+				buf[n] = 0;
+				p = strrchr(buf, ')');
+				if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')) {
+					s->threads[i].state = T_ZOMBIE;
+					return 0;
+				}
+			}
+		}
+	}
+	for (;;) {
+		pid_t r = waitpid(tid, &status, __WALL);
+
+		if (r == tid)
+			return absorb(s, i, status, d);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == ECHILD) {
+			/* Reaped elsewhere or no longer ours (exec took its tid). */
+			s->threads[i].state = T_GONE;
+			s->threads_dropped++;
+			return 0;
+		}
+		return diag_errno(d, errno, "pid %d: waitpid of thread %d", s->pid, tid);
+	}
+}
+
+/* Drops reaped threads. Signals are blocked because the handler reads the
+ * array; moving entries while it detaches them could skip one. */
+static void compact(struct stopper *s)
+{
+	sigset_t old;
+	int j = 0;
+
+	block_fatal(&old);
+	for (int i = 0; i < s->nthreads; i++)
+		if (s->threads[i].state != T_GONE)
+			s->threads[j++] = s->threads[i];
+	s->nthreads = j;
+	unblock_fatal(&old);
+}
+
+static int live_threads(const struct stopper *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nthreads; i++)
+		if (s->threads[i].state == T_STOPPED)
+			n++;
+	return n;
+}
+
+int stopper_stop(struct stopper *s, struct diag *d)
+{
+	int i;
+
+	if (s->stopped)
+		return 0;
+	if (s->released || !s->threads)
+		return diag_set(d, EXIT_NO_PROCESS, "pid %d: not attached", s->pid);
+	s->stop_begin_ns = now_ns();
+
+	/* Phase 1: collect stops already reported, interrupt the rest. The
+	 * bound is re-read: clone events append threads as we go. */
+	for (i = 0; i < s->nthreads; i++) {
+		struct stopper_thread *t = &s->threads[i];
+		int status;
+		pid_t r;
+
+		if (t->state == T_GONE || t->state == T_ZOMBIE || t->state == T_STOPPED)
+			continue;
+		r = waitpid(t->tid, &status, __WALL | WNOHANG);
+		if (r == t->tid) {
+			if (absorb(s, i, status, d))
+				return -1;
+			continue;
+		}
+		if (r < 0 && errno == ECHILD) {
+			t->state = T_GONE;
+			s->threads_dropped++;
+			continue;
+		}
+		if (t->state == T_NEW)
+			continue; /* its first stop is on the way */
+		if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) == 0 || errno == ESRCH)
+			t->state = T_INTERRUPTED; /* ESRCH: dying; the wait reaps it */
+		else
+			return diag_errno(d, errno, "pid %d: PTRACE_INTERRUPT of thread %d", s->pid,
+					  t->tid);
+	}
+
+	/* Phase 2: wait, group leader last (see the top of the file). A clone
+	 * event appends a T_NEW thread; the bound is re-read, and after the
+	 * leader's wait the scan starts over for what it may have created. */
+again:
+	for (i = 0; i < s->nthreads; i++) {
+		struct stopper_thread *t = &s->threads[i];
+
+		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid != s->pid &&
+		    wait_thread(s, i, d))
+			return -1;
+	}
+	for (i = 0; i < s->nthreads; i++) {
+		struct stopper_thread *t = &s->threads[i];
+
+		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid == s->pid) {
+			if (wait_thread(s, i, d))
+				return -1;
+			goto again;
+		}
+	}
+	compact(s);
+	if (live_threads(s) == 0) {
+		s->nthreads = 0;
+		return diag_set(d, EXIT_NO_PROCESS, "pid %d exited", s->pid);
+	}
+	s->stopped = 1;
+	s->nstops++;
+	s->last_stop_latency_ns = now_ns() - s->stop_begin_ns;
+	return 0;
+}
+
+int stopper_resume(struct stopper *s, struct diag *d)
+{
+	int err = 0, err_tid = 0;
+
+	if (!s->stopped)
+		return 0;
+	for (int i = 0; i < s->nthreads; i++) {
+		struct stopper_thread *t = &s->threads[i];
+		long r;
+
+		if (t->state != T_STOPPED)
+			continue;
+		/* PTRACE_CONT would wake a thread out of a group stop the user
+		 * asked for (kill -STOP); LISTEN keeps it stopped yet lets a
+		 * later SIGCONT through. */
+		if (t->group_stop) {
+			r = ptrace(PTRACE_LISTEN, t->tid, 0, 0);
+			if (r && errno == EIO)
+				r = ptrace(PTRACE_CONT, t->tid, 0, 0);
+		} else {
+			r = ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)t->pending_sig);
+			if (!r && t->pending_sig)
+				s->signals_reinjected++;
+		}
+		/* ESRCH: killed while stopped (SIGKILL needs no tracer's
+		 * consent); its exit is reaped at the next stop. */
+		if (r && errno != ESRCH && !err) {
+			err = errno;
+			err_tid = t->tid;
+		}
+		t->state = T_RUNNING;
+		t->pending_sig = 0;
+		t->group_stop = 0;
+	}
+	s->stopped = 0;
+	s->last_stopped_ns = now_ns() - s->stop_begin_ns;
+	if (err)
+		return diag_errno(d, err, "pid %d: PTRACE_CONT of thread %d", s->pid, err_tid);
+	return 0;
+}
+
+void stopper_detach(struct stopper *s)
+{
+	sigset_t old;
+
+	if (!s->released && s->threads && stopper_stop(s, NULL) == 0) {
+		for (int i = 0; i < s->nthreads; i++) {
+			struct stopper_thread *t = &s->threads[i];
+
+			if (t->state != T_STOPPED)
+				continue;
+			/* A group-stopped thread detached with no signal goes
+			 * back to its group stop: the kernel keeps job control. */
+			ptrace(PTRACE_DETACH, t->tid, 0,
+			       (void *)(long)(t->group_stop ? 0 : t->pending_sig));
+		}
+	}
+	block_fatal(&old);
+	registry_remove(s);
+	free(s->threads);
+	s->threads = NULL;
+	s->nthreads = s->cap = 0;
+	s->stopped = 0;
+	unblock_fatal(&old);
+}
+
+int stopper_count(const struct stopper *s)
+{
+	return s->nthreads;
+}
+
+pid_t stopper_tid(const struct stopper *s, int i)
+{
+	return (i >= 0 && i < s->nthreads) ? s->threads[i].tid : 0;
+}
+
+int stopper_thread_regs(struct stopper *s, int i, struct user_regs_struct *regs, struct diag *d)
+{
+	if (!s->stopped || i < 0 || i >= s->nthreads)
+		return diag_set(d, EXIT_FAIL, "pid %d: thread #%d is not stopped", s->pid, i);
+	if (ptrace(PTRACE_GETREGS, s->threads[i].tid, 0, regs))
+		return diag_errno(d, errno, "pid %d: PTRACE_GETREGS of thread %d", s->pid,
+				  s->threads[i].tid);
+	return 0;
+}
+
+int stopper_thread_fsbase(struct stopper *s, int i, uint64_t *fsbase, struct diag *d)
+{
+	struct user_regs_struct regs;
+
+	if (stopper_thread_regs(s, i, &regs, d))
+		return -1;
+	*fsbase = regs.fs_base;
+	return 0;
+}
+
+/*
+ * Emergency path. Only syscalls: it runs inside signal handlers. A thread we
+ * think is running may in fact be stopped (a stop reaped a moment ago), so
+ * detaching is tried first; ESRCH means it runs, and it must be stopped
+ * before it can be detached. The waits are bounded so that a thread stuck in
+ * the kernel cannot keep the user's Ctrl-C from working.
+ */
+static int poll_stop(pid_t tid, int *status)
+{
+	struct timespec ts = {0, 250000};
+
+	for (int k = 0; k < 200; k++) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+
+		if (r == tid)
+			return WIFSTOPPED(*status) ? 1 : 0;
+		if (r < 0 && errno != EINTR)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void release_thread(pid_t tid, int sig)
+{
+	unsigned long child = 0;
+	int status;
+
+	if (ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig) == 0 || errno != ESRCH)
+		return;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) || !poll_stop(tid, &status))
+		return;
+	sig = 0;
+	if ((status >> 16) == 0)
+		sig = WSTOPSIG(status);
+	else if ((status >> 16) == PTRACE_EVENT_CLONE)
+		ptrace(PTRACE_GETEVENTMSG, tid, 0, &child);
+	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
+	if (child && poll_stop((pid_t)child, &status))
+		ptrace(PTRACE_DETACH, (pid_t)child, 0, 0);
+}
+
+void stopper_emergency_release(void)
+{
+	int saved = errno;
+	pid_t me = gettid();
+
+	for (int i = 0; i < REGISTRY_SLOTS; i++) {
+		struct stopper *s;
+
+		if (atomic_load(&registry_owner[i]) != me)
+			continue;
+		s = atomic_load(&registry[i]);
+		if (!s || s->released)
+			continue;
+		for (int j = 0; j < s->nthreads; j++) {
+			struct stopper_thread *t = &s->threads[j];
+			int sig = t->state == T_STOPPED && !t->group_stop ? t->pending_sig : 0;
+
+			if (t->state != T_GONE)
+				release_thread(t->tid, sig);
+		}
+		s->released = 1;
+		s->stopped = 0;
+	}
+	errno = saved;
+}
+
+static void on_fatal_signal(int sig)
+{
+	struct sigaction dfl;
+
+	stopper_emergency_release();
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	/* Blocked while we run; delivered with the default action on return. */
+	raise(sig);
+}
+
+int stopper_install_signal_handlers(struct diag *d)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_fatal_signal;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL))
+			return diag_errno(d, errno, "sigaction(%s)", strsignal(sigs[i]));
+	return 0;
+}
+
+int stopper_with_stopped(pid_t pid, int (*fn)(void *arg, struct stopper *s), void *arg,
+			 struct diag *d)
+{
+	struct stopper s;
+	int rc;
+
+	if (stopper_attach(&s, pid, d))
+		return -1;
+	if (stopper_stop(&s, d)) {
+		stopper_detach(&s);
+		return -1;
+	}
+	rc = fn(arg, &s);
+	stopper_detach(&s); /* resumes and re-injects pending signals too */
+	return rc;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stop every thread of a process, consistently, many times per second.
+ *
+ * The oracle's reference mode needs a true snapshot: no thread of the target
+ * may run while its stacks are read. Attaching per sample is what makes
+ * py-spy's blocking mode slow, so a stopper seizes every thread once
+ * (PTRACE_SEIZE with PTRACE_O_TRACECLONE, so threads created later are
+ * attached by the kernel before they run a single instruction) and then only
+ * interrupts and continues them per sample.
+ *
+ * Staying seized between samples has costs the caller should know about:
+ * a signal sent to the target, a group stop and a thread creation each park
+ * the thread concerned in a ptrace stop until the next stopper_stop() (or
+ * stopper_detach()) collects it. Nothing is lost -- signals are re-injected on
+ * resume, new threads join the set -- but they are delayed by up to one
+ * sampling interval.
+ *
+ * Every call on a stopper must come from the thread that attached it: ptrace
+ * relations belong to a thread, not to a process.
+ */
+#ifndef PTRACE_STOP_H
+#define PTRACE_STOP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "diag.h"
+
+struct stopper_thread {
+	pid_t tid;
+	int state;	 /* enum in ptrace_stop.c */
+	int pending_sig; /* signal to re-inject on resume, 0 if none */
+	int group_stop;	 /* stopped by SIGSTOP & co: resume with PTRACE_LISTEN */
+};
+
+struct stopper {
+	pid_t pid;    /* the target's thread-group id */
+	pid_t owner;  /* the tracer thread (gettid) */
+	int stopped;  /* between a successful stopper_stop and stopper_resume */
+	int released; /* stopper_emergency_release already let go of everything */
+	int nthreads, cap;
+	struct stopper_thread *threads; /* [0, nthreads): index with stopper_tid */
+
+	/* CLOCK_MONOTONIC, ns. stop_begin_ns is taken before the first
+	 * PTRACE_INTERRUPT, so it bounds from below the moment the first thread
+	 * stopped; the stopped time reported is therefore never understated. */
+	uint64_t stop_begin_ns;
+	uint64_t last_stop_latency_ns; /* interrupt of the first .. stop of the last */
+	uint64_t last_stopped_ns;      /* stop_begin_ns .. every thread continued */
+
+	/* What happened, for the oracle's report. */
+	uint64_t nstops;
+	uint64_t threads_added;	  /* seen at attach or created while seized */
+	uint64_t threads_dropped; /* exited while seized */
+	uint64_t signals_reinjected;
+	uint64_t group_stops;
+};
+
+/* Seize every thread of pid (listing /proc/PID/task until no new thread
+ * shows up). The threads keep running. 0, or -1 with d set:
+ * EXIT_NO_PROCESS, EXIT_PERMISSION (missing CAP_SYS_PTRACE, Yama, or another
+ * tracer such as strace or gdb, named with its pid), EXIT_USAGE (pid is us). */
+int stopper_attach(struct stopper *s, pid_t pid, struct diag *d);
+
+/* Interrupt every seized thread and wait until each is in a ptrace stop,
+ * taking in threads created meanwhile and dropping those that exited.
+ * -1 with EXIT_NO_PROCESS when the whole process has gone. No-op if stopped. */
+int stopper_stop(struct stopper *s, struct diag *d);
+
+/* Continue every stopped thread, re-injecting the signal it stopped on. */
+int stopper_resume(struct stopper *s, struct diag *d);
+
+/* Resume if needed, detach every thread (delivering pending signals), free.
+ * Safe on a stopper that failed to attach or whose target has exited. */
+void stopper_detach(struct stopper *s);
+
+/* The thread set; valid while stopped (indices change at every stop). */
+int stopper_count(const struct stopper *s);
+pid_t stopper_tid(const struct stopper *s, int i);
+
+/* While stopped: thread i's fs base. On x86_64 glibc's pthread_t of a thread
+ * is its fs base, which maps Python <= 3.10's thread_id to an OS tid. */
+int stopper_thread_fsbase(struct stopper *s, int i, uint64_t *fsbase, struct diag *d);
+
+/* While stopped: thread i's general registers (for native unwinding). */
+int stopper_thread_regs(struct stopper *s, int i, struct user_regs_struct *regs, struct diag *d);
+
+/* Async-signal-safe: detach every live stopper owned by the calling thread,
+ * stopped or not, re-injecting pending signals. Only syscalls are made. */
+void stopper_emergency_release(void);
+
+/* SIGINT, SIGTERM and SIGHUP: emergency release, then die of the signal as
+ * if no handler had been installed. */
+int stopper_install_signal_handlers(struct diag *d);
+
+/* For `bpfpy dump`: attach, stop, fn(arg, s), resume, detach -- cleaning up
+ * on every path. Returns fn's result, or -1 with d set if stopping failed. */
+int stopper_with_stopped(pid_t pid, int (*fn)(void *arg, struct stopper *s), void *arg,
+			 struct diag *d);
+
+#endif /* PTRACE_STOP_H */
