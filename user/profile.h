@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model: symbolized samples go in, aggregated stacks come out,
+ * and every output format (folded, speedscope, pprof, SVG, raw) is written
+ * from it.
+ *
+ * Strings, functions and frames are interned, so a stack is an array of
+ * small integers and a million samples of the same few stacks cost a few
+ * counters. Stacks are kept per (pid, tid): the writers decide whether to
+ * merge threads (the default) or keep them apart (--threads).
+ *
+ * The writers (user/out_*.c) read the structures below directly; nothing
+ * else should. Everyone else uses the functions.
+ */
+#ifndef PROFILE_H
+#define PROFILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bpfpy.h"
+#include "diag.h"
+
+/* One symbolized frame. name is the qualname, e.g. "Class.method". */
+struct sym_frame {
+	const char *name;
+	const char *file;
+	int line;
+	int firstlineno;
+};
+
+/* One symbolized sample, as the symbolizer hands it to the profile. */
+struct sym_sample {
+	uint64_t ts_ns; /* bpf_ktime_get_ns(), CLOCK_MONOTONIC */
+	uint32_t pid, tid, cpu;
+	uint32_t flags; /* SAMPLE_* from bpf/bpfpy.h */
+	uint32_t nframes;
+	const struct sym_frame *frames; /* leaf first */
+};
+
+/* Default bound on samples kept in time order (for speedscope). */
+#define PROFILE_MAX_ORDERED 1000000u
+
+/* Name given to the frame added at the root of a SAMPLE_TRUNCATED stack, so
+ * that stacks missing their outer frames do not pose as complete ones. */
+#define PROFILE_TRUNCATED_NAME "[truncated]"
+
+struct prof_func {
+	uint32_t name, file; /* string ids */
+	int firstlineno;
+};
+
+struct prof_frame {
+	uint32_t func; /* index into funcs */
+	int line;
+};
+
+struct prof_stack {
+	uint32_t thread; /* index into threads */
+	uint32_t nframes;
+	uint32_t *frames; /* frame ids, leaf first */
+	uint64_t count;
+	uint64_t nidle, ngil; /* samples with SAMPLE_IDLE, SAMPLE_GIL_HELD */
+	uint64_t first_ns, last_ns;
+	uint64_t nordered; /* of count, how many sit in the thread's order */
+};
+
+/* A sample kept in time order: enough to replay it (raw) or draw it in
+ * sequence (speedscope). */
+struct prof_ord {
+	uint64_t ts_ns;
+	uint32_t stack, cpu, flags;
+};
+
+struct prof_thread {
+	uint32_t pid, tid;
+	uint64_t count;
+	uint64_t first_ns, last_ns;
+	struct prof_ord *order; /* arrival order; at most max_ordered overall */
+	uint64_t norder, order_cap;
+};
+
+struct prof_comm {
+	uint32_t pid;
+	char *name;
+};
+
+/* Open-addressed index from a hash to an id; equality is the caller's. */
+struct prof_index {
+	struct prof_slot {
+		uint32_t id1; /* id + 1; 0 is empty */
+		uint32_t hash;
+	} * slots;
+	uint32_t cap, n;
+};
+
+struct profile {
+	uint64_t period_ns;
+	char clock[8];	      /* "cpu" or "wall" */
+	int64_t realtime_off; /* CLOCK_REALTIME - CLOCK_MONOTONIC at creation */
+
+	char **strs;
+	uint32_t nstrs, cap_strs;
+	struct prof_func *funcs;
+	uint32_t nfuncs, cap_funcs;
+	struct prof_frame *frames;
+	uint32_t nframes, cap_frames;
+	struct prof_stack *stacks;
+	uint32_t nstacks, cap_stacks;
+	struct prof_thread *threads;
+	uint32_t nthreads, cap_threads;
+	struct prof_comm *comms;
+	uint32_t ncomms, cap_comms;
+	struct prof_index istr, ifunc, iframe, istack, ithread;
+
+	uint64_t total;	     /* samples aggregated */
+	uint64_t nempty;     /* samples without frames (failed walks): counted only */
+	uint64_t ntruncated; /* samples with SAMPLE_TRUNCATED */
+	uint64_t first_ns, last_ns;
+	uint64_t max_ordered, nordered;
+	int oom; /* an allocation failed: the profile is incomplete */
+};
+
+struct profile_out_opts {
+	int threads;	   /* keep threads apart: prefix pid:N;tid:N */
+	int no_lines;	   /* aggregate by function, not by line */
+	int force;	   /* overwrite an existing file or symlink */
+	const char *title; /* SVG title; NULL for a default */
+};
+
+/* clock: "cpu" or "wall" (anything else is taken as "cpu"). NULL on ENOMEM. */
+struct profile *profile_new(uint64_t period_ns, const char *clock);
+/* Bound the samples kept in time order (default PROFILE_MAX_ORDERED); later
+ * samples are only aggregated. */
+void profile_set_max_ordered(struct profile *p, uint64_t n);
+/* 0, or -1 with errno = ENOMEM. A sample without frames is only counted
+ * (p->nempty): no format can draw an empty stack honestly. */
+int profile_add(struct profile *p, const struct sym_sample *s);
+int profile_set_comm(struct profile *p, uint32_t pid, const char *name);
+/* The comm of pid, or NULL. */
+const char *profile_comm(const struct profile *p, uint32_t pid);
+void profile_free(struct profile *p);
+
+/* Interned string by id. */
+static inline const char *profile_str(const struct profile *p, uint32_t id)
+{
+	return p->strs[id];
+}
+
+/* The id writers group a frame by: its function under no_lines, else the
+ * frame itself. Both id spaces are dense, so writers can index arrays. */
+static inline uint32_t profile_frame_key(const struct profile *p, uint32_t frame, int no_lines)
+{
+	return no_lines ? p->frames[frame].func : frame;
+}
+
+/* The label of a key from profile_frame_key(): "qualname (file:line)", or
+ * "qualname (file)" under no_lines, or just the name for a frame without a
+ * file (such as PROFILE_TRUNCATED_NAME), into buf.
+ * Characters that would break line formats (';', newlines, controls) are
+ * replaced when sanitize is set. Returns buf. */
+char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, int sanitize,
+			  char *buf, size_t len);
+
+/* Writers. Each returns 0, or -1 with d set. They write to f and never
+ * close it. */
+int collapsed_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		    struct diag *d);
+int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		     struct diag *d);
+int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
+int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
+/* The raw format is a stream, one line per sample (grammar in out_raw.c).
+ * raw_write_profile() replays the samples kept in time order, and fails if
+ * any were aggregated past the bound: streams longer than that must be
+ * written as they come with raw_write_sample(). */
+int raw_write_sample(FILE *f, const struct sym_sample *s);
+int raw_write_profile(FILE *f, const struct profile *p, struct diag *d);
+
+/*
+ * Output files. Created beside the destination under a temporary name and
+ * moved into place only when complete, so a reader never sees half a
+ * profile. Without force an existing path (file, symlink, anything) is
+ * refused, and the final step is link(2), which fails rather than replaces
+ * if the path appeared meanwhile. With force, rename(2) replaces the path
+ * itself: a symlink there is replaced, never followed.
+ */
+struct out_file {
+	FILE *f;
+	char *path, *tmp;
+	int force;
+};
+
+int out_file_open(struct out_file *of, const char *path, int force, struct diag *d);
+/* Flush, close and move into place. Frees of in any case. */
+int out_file_commit(struct out_file *of, struct diag *d);
+/* Close and remove the temporary file. */
+void out_file_abort(struct out_file *of);
+
+/* "collapsed", "speedscope", "pprof", "svg", "raw" by extension, or NULL. */
+const char *profile_format_from_path(const char *path);
+/* Write p to path in format (NULL: from the extension). 0, or -1 with d set:
+ * EXIT_USAGE for an unknown format or a path that exists or cannot be
+ * created. */
+int profile_write(const struct profile *p, const char *path, const char *format,
+		  const struct profile_out_opts *opts, struct diag *d);
+
+#endif /* PROFILE_H */
