@@ -16,7 +16,7 @@ CC ?= cc
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -Iuser -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
-LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lpthread
+LDLIBS := -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -lpthread
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined

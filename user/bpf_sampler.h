@@ -50,7 +50,4 @@ void bpf_sampler_close(struct bpf_sampler *s);
 /* Online CPUs as a list, from /sys/devices/system/cpu/online. Returns count. */
 int online_cpus(int *cpus, int max);
 
-/* Text of an enum walk_error / enum counter, for summaries. */
-const char *walk_error_name(int err);
-
 #endif /* BPF_SAMPLER_H */

@@ -55,16 +55,21 @@ int diag_errno(struct diag *d, int err, const char *fmt, ...)
 
 void diag_prefix(struct diag *d, const char *fmt, ...)
 {
-	char pre[256], old[sizeof(d->msg)];
+	char old[sizeof(d->msg)];
 	va_list ap;
+	int n;
 
 	if (!d)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(pre, sizeof(pre), fmt, ap);
-	va_end(ap);
 	memcpy(old, d->msg, sizeof(old));
-	snprintf(d->msg, sizeof(d->msg), "%s%s", pre, old);
+	va_start(ap, fmt);
+	n = vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(d->msg))
+		return;
+	/* Truncation of the old message is fine: the prefix matters more. */
+	memcpy(d->msg + n, old, sizeof(d->msg) - (size_t)n - 1);
+	d->msg[sizeof(d->msg) - 1] = 0;
 }
 
 int diag_report(const struct diag *d)

@@ -6,6 +6,25 @@
 
 #include "walker_user.h"
 
+static const char *const walk_errors[WALK_ERR__COUNT] = {
+    [WALK_OK] = "ok",
+    [WALK_ERR_READ_TSTATE] = "tstate unreadable",
+    [WALK_ERR_READ_FRAME] = "frame unreadable",
+    [WALK_ERR_READ_CODE] = "code object unreadable",
+    [WALK_ERR_BAD_CODE] = "not a code object",
+    [WALK_ERR_NO_BASE] = "chain not ending at base_frame",
+    [WALK_ERR_NO_TSTATE] = "no thread state",
+    [WALK_ERR_NO_CONFIG] = "process not configured",
+    [WALK_ERR_CYCLE] = "frame cycle",
+};
+
+const char *walk_error_name(int err)
+{
+	if (err < 0 || err >= WALK_ERR__COUNT || !walk_errors[err])
+		return "unknown";
+	return walk_errors[err];
+}
+
 static uint8_t gil_flags(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate)
 {
 	uint64_t holder = 0;

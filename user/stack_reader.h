@@ -38,4 +38,7 @@ int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint6
 int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct thread_stack *out,
 		   int max, int *count, struct diag *d);
 
+/* What an enum walk_error means, for messages and summaries. */
+const char *walk_error_name(int err);
+
 #endif /* STACK_READER_H */

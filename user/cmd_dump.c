@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpfpy dump: the Python stack of every thread of a process, now. By default
+ * every thread is ptrace-stopped for the read and the symbolization, so the
+ * snapshot is consistent; --nonblocking reads while the target runs.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "code_cache.h"
+#include "commands.h"
+#include "diag.h"
+#include "ptrace_stop.h"
+#include "py_process.h"
+#include "stack_reader.h"
+#include "walker_user.h"
+
+/* Threads shown at most; the count of the others is reported. */
+#define DUMP_MAX_THREADS 512
+
+struct dump_opts {
+	pid_t pid;
+	int nonblocking;
+	int json;
+	unsigned max_depth;
+	int verbose;
+};
+
+struct dumped_frame {
+	char *name, *file;
+	int line;
+};
+
+struct dumped_thread {
+	struct thread_stack *ts; /* frames as read */
+	struct dumped_frame *frames;
+	uint32_t tid; /* OS tid; from fs base when the version lacks it */
+};
+
+struct dump_ctx {
+	struct py_process *p;
+	struct code_cache *cache;
+	struct thread_stack *stacks;
+	struct dumped_thread *threads;
+	int count, shown;
+	uint64_t stopped_ns;
+	struct diag *d;
+};
+
+static const char doc[] =
+    "Print the Python stack of every thread of every interpreter of process PID, leaf "
+    "first, as 'qualname (file:line)'.\v"
+    "By default every thread of the target is ptrace-stopped while its stacks are read and "
+    "symbolized, then resumed: the snapshot is consistent, and the time the target was "
+    "stopped is printed ('stopped N threads for X us'). --nonblocking reads while the target "
+    "runs (nothing stopped; a stack may be torn, which is reported as an error, not shown).\n"
+    "Per thread: the OS thread id (on Python <= 3.10, which does not store it, it is found "
+    "from the thread's fs base while stopped, and shown as the pthread id with "
+    "--nonblocking), and whether it holds the GIL where the version lets us see it.\n"
+    "--json prints one object: pid, comm, version, binary, blocking, stopped_us, threads "
+    "[{tid, pthread_id, gil: held|released|unknown, truncated, error, frames [{name, file, "
+    "line}]}]; line is -1 when unknown.\n\n"
+    "EXAMPLES:\n"
+    "  sudo bpfpy dump -p 1234\n"
+    "  sudo bpfpy dump -p 1234 --nonblocking --json\n\n" EXIT_CODES_DOC;
+
+static const struct argp_option options[] = {
+    {"pid", 'p', "PID", 0, "Process to dump (required)", 0},
+    {"nonblocking", 'n', NULL, 0, "Read while the target runs; stop nothing", 0},
+    {"json", 'j', NULL, 0, "Print JSON", 0},
+    {"max-depth", 'D', "N", 0, "Frames per thread at most (default 1024, the maximum)", 0},
+    {"verbose", 'v', NULL, 0, "More detail on stderr", 0},
+    {0},
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct dump_opts *o = state->input;
+	char *end;
+	long v;
+
+	switch (key) {
+	case 'p':
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || *end || v <= 0 || v > 0x7fffffff)
+			argp_error(state, "invalid PID '%s'", arg);
+		o->pid = (pid_t)v;
+		break;
+	case 'n':
+		o->nonblocking = 1;
+		break;
+	case 'j':
+		o->json = 1;
+		break;
+	case 'D':
+		v = strtol(arg, &end, 10);
+		if (*end || v < 1 || v > BPFPY_MAX_DEPTH)
+			argp_error(state, "--max-depth must be 1..%d", BPFPY_MAX_DEPTH);
+		o->max_depth = (unsigned)v;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!o->pid)
+			argp_error(state, "-p PID is required");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Read every thread's frames; with s, every thread is stopped now. Only the
+ * frame walk happens here: names and lines are read after the resume, since
+ * the fingerprint of each frame tells if a code object changed meanwhile. */
+static int read_all(struct dump_ctx *c, struct stopper *s)
+{
+	const struct py_offsets *o = &c->p->cfg.off;
+
+	if (stack_read_all(&c->p->mem, &c->p->cfg, c->stacks, DUMP_MAX_THREADS, &c->count, c->d))
+		return -1;
+	c->shown = c->count < DUMP_MAX_THREADS ? c->count : DUMP_MAX_THREADS;
+	for (int i = 0; i < c->shown; i++) {
+		struct thread_stack *ts = &c->stacks[i];
+		struct dumped_thread *t = &c->threads[i];
+
+		t->ts = ts;
+		t->tid = ts->tid;
+		/* <= 3.10 keeps only pthread_t, which glibc makes the fs base. */
+		for (int k = 0; s && !o->tstate_native_thread_id && k < stopper_count(s); k++) {
+			uint64_t fs = 0;
+
+			if (!stopper_thread_fsbase(s, k, &fs, NULL) && fs == ts->pthread_id)
+				t->tid = (uint32_t)stopper_tid(s, k);
+		}
+	}
+	return 0;
+}
+
+static int symbolize_all(struct dump_ctx *c)
+{
+	for (int i = 0; i < c->shown; i++) {
+		struct dumped_thread *t = &c->threads[i];
+		const struct thread_stack *ts = t->ts;
+
+		t->frames = calloc(ts->nframes ? ts->nframes : 1, sizeof(*t->frames));
+		if (!t->frames)
+			return diag_errno(c->d, ENOMEM, "dump");
+		for (uint32_t f = 0; f < ts->nframes; f++) {
+			struct sym_frame sf;
+
+			code_cache_symbolize(c->cache, &ts->frames[f], &sf);
+			t->frames[f].name = strdup(sf.name ? sf.name : CODE_CACHE_UNKNOWN);
+			t->frames[f].file = strdup(sf.file ? sf.file : CODE_CACHE_UNKNOWN);
+			t->frames[f].line = sf.line;
+		}
+	}
+	return 0;
+}
+
+static int read_stopped(void *arg, struct stopper *s)
+{
+	struct dump_ctx *c = arg;
+	uint64_t t0 = now_ns();
+	int ret = read_all(c, s);
+
+	/* From the first interrupt to the end of the read; the resume that
+	 * follows adds a few microseconds per thread. */
+	c->stopped_ns = now_ns() - t0 + s->last_stop_latency_ns;
+	return ret;
+}
+
+static const char *gil_word(uint8_t flags)
+{
+	if (!(flags & SAMPLE_GIL_KNOWN))
+		return "unknown";
+	return flags & SAMPLE_GIL_HELD ? "held" : "released";
+}
+
+static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
+{
+	const struct py_process *p = c->p;
+
+	printf("Process %d (%s): CPython %s, %s%s%s\n", p->pid, p->comm, p->version, p->bin.path,
+	       p->bin.ns_note[0] ? ", " : "", p->bin.ns_note);
+	for (int i = 0; i < c->shown; i++) {
+		const struct dumped_thread *t = &c->threads[i];
+
+		if (t->tid)
+			printf("\nThread %u", t->tid);
+		else
+			printf("\nThread pthread 0x%llx", (unsigned long long)t->ts->pthread_id);
+		if (t->ts->flags & SAMPLE_GIL_KNOWN)
+			printf(" (GIL %s)", gil_word(t->ts->flags));
+		printf(":\n");
+		if (t->ts->flags & SAMPLE_ERROR) {
+			printf("    <stack not read: %s>\n", walk_error_name(t->ts->err));
+			continue;
+		}
+		if (!t->ts->nframes)
+			printf("    <no Python frames>\n");
+		for (uint32_t f = 0; f < t->ts->nframes; f++) {
+			const struct dumped_frame *fr = &t->frames[f];
+
+			if (fr->line >= 0)
+				printf("    %s (%s:%d)\n", fr->name, fr->file, fr->line);
+			else
+				printf("    %s (%s)\n", fr->name, fr->file);
+		}
+		if (t->ts->flags & SAMPLE_TRUNCATED)
+			printf("    <truncated at %u frames: deeper frames not shown>\n",
+			       t->ts->nframes);
+	}
+	if (c->count > c->shown)
+		printf("\n%d more threads not shown\n", c->count - c->shown);
+	if (!o->nonblocking)
+		printf("\nStopped the target for %.1f us.\n", c->stopped_ns / 1000.0);
+}
+
+static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
+{
+	const struct py_process *p = c->p;
+	json_object *root = json_object_new_object(), *threads = json_object_new_array();
+
+	json_object_object_add(root, "pid", json_object_new_int(p->pid));
+	json_object_object_add(root, "comm", json_object_new_string(p->comm));
+	json_object_object_add(root, "version", json_object_new_string(p->version));
+	json_object_object_add(root, "binary", json_object_new_string(p->bin.path));
+	json_object_object_add(root, "blocking", json_object_new_boolean(!o->nonblocking));
+	json_object_object_add(root, "stopped_us",
+			       o->nonblocking ? NULL
+					      : json_object_new_double(c->stopped_ns / 1000.0));
+	json_object_object_add(root, "threads_total", json_object_new_int(c->count));
+	for (int i = 0; i < c->shown; i++) {
+		const struct dumped_thread *t = &c->threads[i];
+		json_object *jt = json_object_new_object(), *frames = json_object_new_array();
+
+		json_object_object_add(jt, "tid", t->tid ? json_object_new_int64(t->tid) : NULL);
+		json_object_object_add(jt, "pthread_id", json_object_new_uint64(t->ts->pthread_id));
+		json_object_object_add(jt, "gil", json_object_new_string(gil_word(t->ts->flags)));
+		json_object_object_add(jt, "truncated",
+				       json_object_new_boolean(t->ts->flags & SAMPLE_TRUNCATED));
+		json_object_object_add(jt, "error",
+				       t->ts->flags & SAMPLE_ERROR
+					   ? json_object_new_string(walk_error_name(t->ts->err))
+					   : NULL);
+		for (uint32_t f = 0; f < t->ts->nframes; f++) {
+			json_object *jf = json_object_new_object();
+
+			json_object_object_add(jf, "name",
+					       json_object_new_string(t->frames[f].name));
+			json_object_object_add(jf, "file",
+					       json_object_new_string(t->frames[f].file));
+			json_object_object_add(jf, "line", json_object_new_int(t->frames[f].line));
+			json_object_array_add(frames, jf);
+		}
+		json_object_object_add(jt, "frames", frames);
+		json_object_array_add(threads, jt);
+	}
+	json_object_object_add(root, "threads", threads);
+	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+								JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(root);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump_opts o = {0};
+	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	struct diag d = {0};
+	struct py_process p;
+	struct dump_ctx c = {.p = &p, .d = &d};
+	int ret = EXIT_OK;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return EXIT_USAGE;
+	if (py_process_open(&p, o.pid, o.max_depth, &d))
+		return diag_report(&d);
+	c.stacks = calloc(DUMP_MAX_THREADS, sizeof(*c.stacks));
+	c.threads = calloc(DUMP_MAX_THREADS, sizeof(*c.threads));
+	c.cache = code_cache_new(&p.mem, &p.cfg.off, 0);
+	if (!c.stacks || !c.threads || !c.cache) {
+		diag_errno(&d, ENOMEM, "dump");
+		ret = diag_report(&d);
+		goto out;
+	}
+	if (o.nonblocking) {
+		if (read_all(&c, NULL))
+			ret = diag_report(&d);
+	} else {
+		if (stopper_install_signal_handlers(&d) ||
+		    stopper_with_stopped(p.pid, read_stopped, &c, &d))
+			ret = diag_report(&d);
+	}
+	if (ret == EXIT_OK && symbolize_all(&c))
+		ret = diag_report(&d);
+	if (ret == EXIT_OK) {
+		if (o.json)
+			print_json(&c, &o);
+		else
+			print_text(&c, &o);
+	}
+out:
+	for (int i = 0; i < c.shown; i++) {
+		for (uint32_t f = 0; c.threads[i].frames && f < c.stacks[i].nframes; f++) {
+			free(c.threads[i].frames[f].name);
+			free(c.threads[i].frames[f].file);
+		}
+		free(c.threads[i].frames);
+	}
+	code_cache_free(c.cache);
+	free(c.stacks);
+	free(c.threads);
+	return ret;
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include "py_process.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	snprintf(buf, len, "?");
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/* 3.13+ describe themselves; read as much of _Py_DebugOffsets as is mapped. */
+static int offsets_from_target(struct py_process *p, struct diag *d)
+{
+	static unsigned char buf[PY_DEBUG_OFFSETS_READ_SIZE];
+	size_t len = sizeof(buf);
+
+	while (len >= 256 && mem_read(&p->mem, buf, len, p->bin.runtime_addr))
+		len /= 2;
+	if (len < 256)
+		return diag_errno(d, p->mem.last_errno,
+				  "pid %d: cannot read _Py_DebugOffsets at 0x%llx", p->pid,
+				  (unsigned long long)p->bin.runtime_addr);
+	if (py_offsets_from_debug(buf, len, &p->cfg.off, &p->extra, d)) {
+		diag_prefix(d, "pid %d: ", p->pid);
+		return -1;
+	}
+	return 0;
+}
+
+static void find_gil(struct py_process *p)
+{
+	uint64_t interp = 0, gil_state = 0;
+	uint64_t locked = 0, holder = 0;
+
+	if (p->extra.gil_per_interp) {
+		if (mem_read(&p->mem, &interp, sizeof(interp),
+			     p->bin.runtime_addr + p->cfg.off.runtime_interpreters_head) ||
+		    !interp ||
+		    mem_read(&p->mem, &gil_state, sizeof(gil_state),
+			     interp + p->extra.interp_ceval_gil))
+			return;
+	}
+	py_gil_addrs(&p->extra, p->bin.runtime_addr, gil_state, &locked, &holder);
+	p->cfg.gil_locked_addr = locked;
+	p->cfg.gil_holder_addr = holder;
+}
+
+int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d)
+{
+	uint32_t hex = 0;
+	uint64_t interp = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	if (pid <= 0)
+		return diag_set(d, EXIT_USAGE, "invalid pid %d", (int)pid);
+	if (py_binary_find(pid, &p->bin, d))
+		return -1;
+	proc_comm(pid, p->comm, sizeof(p->comm));
+	mem_reader_init_pid(&p->mem, pid);
+
+	/* Py_Version (3.11+) is exact; before that only the file name tells the
+	 * minor, which is all the tables need. */
+	if (p->bin.py_version_addr && !mem_read(&p->mem, &hex, sizeof(hex), p->bin.py_version_addr))
+		p->bin.version_hex = hex;
+	else if (p->bin.py_version_addr)
+		return diag_errno(d, p->mem.last_errno, "pid %d: cannot read Py_Version at 0x%llx",
+				  pid, (unsigned long long)p->bin.py_version_addr);
+	hex = p->bin.version_hex;
+	if (p->bin.version_approximate) {
+		hex = (hex & 0xffff0000u) | 0xf0; /* final release of that minor */
+		snprintf(p->version, sizeof(p->version), "%u.%u", hex >> 24, (hex >> 16) & 0xff);
+	} else {
+		py_version_str(hex, p->version, sizeof(p->version));
+	}
+
+	if (((hex >> 16) & 0xffff) >= 0x030d) {
+		if (offsets_from_target(p, d))
+			return -1;
+	} else if (py_offsets_for_version(hex, &p->cfg.off, &p->extra, d)) {
+		diag_prefix(d, "pid %d (%s): ", pid, p->comm);
+		return -1;
+	}
+	p->cfg.runtime_addr = p->bin.runtime_addr;
+	p->cfg.code_type_addr = p->bin.code_type_addr;
+	p->cfg.none_addr = p->bin.none_addr;
+	p->cfg.max_depth = max_depth ? max_depth : BPFPY_DEFAULT_DEPTH;
+	if (p->cfg.max_depth > BPFPY_MAX_DEPTH)
+		p->cfg.max_depth = BPFPY_MAX_DEPTH;
+	if (!p->cfg.code_type_addr)
+		return diag_set(d, EXIT_NOT_PYTHON, "pid %d: %s exports no PyCode_Type", pid,
+				p->bin.path);
+
+	if (mem_read(&p->mem, &interp, sizeof(interp),
+		     p->cfg.runtime_addr + p->cfg.off.runtime_interpreters_head))
+		return diag_errno(d, p->mem.last_errno, "pid %d: cannot read _PyRuntime at 0x%llx",
+				  pid, (unsigned long long)p->cfg.runtime_addr);
+	if (!interp)
+		return diag_set(d, EXIT_NOT_PYTHON,
+				"pid %d: the interpreter is not initialised (or already finalised)",
+				pid);
+	find_gil(p);
+	return 0;
+}

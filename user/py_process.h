@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A CPython process, ready to be read: its interpreter located, its version
+ * known, and the struct proc_config that both the BPF programs and the
+ * user-space walker consume filled in. Every command starts here.
+ */
+#ifndef PY_PROCESS_H
+#define PY_PROCESS_H
+
+#include <sys/types.h>
+
+#include "bpfpy.h"
+#include "diag.h"
+#include "mem_reader.h"
+#include "py_binary.h"
+#include "py_offsets.h"
+
+struct py_process {
+	pid_t pid;
+	char comm[32];
+	char version[32]; /* "3.12.1", or "3.10" when only the minor is known */
+	struct py_binary bin;
+	struct py_extra extra;
+	struct proc_config cfg;
+	struct mem_reader mem;
+};
+
+/* Locate, identify and configure. max_depth 0 means the default. Errors:
+ * those of py_binary_find() and py_offsets_*(), plus EXIT_NOT_PYTHON while
+ * the interpreter is not initialised yet (no interpreter state). */
+int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d);
+
+/* Read /proc/PID/comm into buf ("?" if gone). */
+void proc_comm(pid_t pid, char *buf, size_t len);
+
+#endif /* PY_PROCESS_H */
