@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Code-object cache. See code_cache.h for the contract; the notes here are
+ * about how it stays cheap and bounded.
+ *
+ * Entries live in one array of cap slots, found through a chained hash on
+ * the address and ordered by an intrusive LRU list (indices, not
+ * pointers, so the array could be reallocated later without fixups).
+ * Nothing is allocated per lookup; a fill allocates the two strings and
+ * the line table, freed when the slot is reused.
+ */
+#include "code_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "linetable.h"
+#include "pystr.h"
+#include "walker_user.h"
+
+#define NIL UINT32_MAX
+
+struct slot {
+	struct code_entry e;
+	char *name, *file;   /* owned; NULL when the read failed */
+	uint8_t *table;	     /* owned */
+	uint32_t hnext;	     /* next slot in the hash chain */
+	uint32_t prev, next; /* LRU list, head = most recently used */
+};
+
+struct code_cache {
+	struct mem_reader *r;
+	struct py_offsets o;
+	struct slot *slots;
+	size_t cap, size;
+	uint32_t *buckets;
+	uint32_t nbuckets; /* power of two */
+	uint32_t lru_head, lru_tail;
+	struct code_cache_stats st;
+	struct code_entry fail; /* what a stale or unreadable lookup returns */
+};
+
+static uint32_t bucket_of(const struct code_cache *c, uint64_t addr)
+{
+	/* Code objects are 16-byte aligned heap blocks: multiply so that the
+	 * low bits, all zero, do not pick the bucket. */
+	return (uint32_t)((addr * 0x9E3779B97F4A7C15ULL) >> 32) & (c->nbuckets - 1);
+}
+
+static void lru_unlink(struct code_cache *c, uint32_t i)
+{
+	struct slot *s = &c->slots[i];
+
+	if (s->prev != NIL)
+		c->slots[s->prev].next = s->next;
+	else
+		c->lru_head = s->next;
+	if (s->next != NIL)
+		c->slots[s->next].prev = s->prev;
+	else
+		c->lru_tail = s->prev;
+	s->prev = s->next = NIL;
+}
+
+static void lru_push_head(struct code_cache *c, uint32_t i)
+{
+	struct slot *s = &c->slots[i];
+
+	s->prev = NIL;
+	s->next = c->lru_head;
+	if (c->lru_head != NIL)
+		c->slots[c->lru_head].prev = i;
+	c->lru_head = i;
+	if (c->lru_tail == NIL)
+		c->lru_tail = i;
+}
+
+static void touch(struct code_cache *c, uint32_t i)
+{
+	if (c->lru_head != i) {
+		lru_unlink(c, i);
+		lru_push_head(c, i);
+	}
+}
+
+static uint32_t find(const struct code_cache *c, uint64_t addr)
+{
+	for (uint32_t i = c->buckets[bucket_of(c, addr)]; i != NIL; i = c->slots[i].hnext)
+		if (c->slots[i].e.addr == addr)
+			return i;
+	return NIL;
+}
+
+static void hash_unlink(struct code_cache *c, uint32_t i)
+{
+	uint32_t *p = &c->buckets[bucket_of(c, c->slots[i].e.addr)];
+
+	while (*p != NIL && *p != i)
+		p = &c->slots[*p].hnext;
+	if (*p == i)
+		*p = c->slots[i].hnext;
+}
+
+static void slot_release(struct slot *s)
+{
+	free(s->name);
+	free(s->file);
+	free(s->table);
+	s->name = s->file = NULL;
+	s->table = NULL;
+}
+
+struct code_cache *code_cache_new(struct mem_reader *r, const struct py_offsets *o, size_t cap)
+{
+	struct code_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (!cap)
+		cap = CODE_CACHE_DEFAULT_CAP;
+	if (cap > (1u << 24))
+		cap = 1u << 24;
+	c->r = r;
+	c->o = *o;
+	c->cap = cap;
+	/* Load factor at most 1/2 keeps chains short. */
+	c->nbuckets = 1;
+	while (c->nbuckets < 2 * cap)
+		c->nbuckets <<= 1;
+	c->slots = calloc(cap, sizeof(*c->slots));
+	c->buckets = malloc(c->nbuckets * sizeof(*c->buckets));
+	if (!c->slots || !c->buckets) {
+		code_cache_free(c);
+		return NULL;
+	}
+	memset(c->buckets, 0xff, c->nbuckets * sizeof(*c->buckets));
+	c->lru_head = c->lru_tail = NIL;
+	c->st.cap = cap;
+	c->fail.name = c->fail.file = CODE_CACHE_UNKNOWN;
+	return c;
+}
+
+void code_cache_clear(struct code_cache *c)
+{
+	for (size_t i = 0; i < c->size; i++)
+		slot_release(&c->slots[i]);
+	c->size = 0;
+	c->st.size = 0;
+	memset(c->buckets, 0xff, c->nbuckets * sizeof(*c->buckets));
+	c->lru_head = c->lru_tail = NIL;
+}
+
+void code_cache_free(struct code_cache *c)
+{
+	if (!c)
+		return;
+	if (c->slots && c->buckets)
+		code_cache_clear(c);
+	free(c->slots);
+	free(c->buckets);
+	free(c);
+}
+
+/* Read the code object's header exactly as the walker does (same size, same
+ * buffer shape), so that our fingerprint and the walker's agree. */
+static int read_header(struct code_cache *c, uint64_t addr, uint8_t *cbuf)
+{
+	uint32_t csize = c->o.code_read_size;
+
+	if (csize > BPFPY_CODE_BUF)
+		csize = BPFPY_CODE_BUF;
+	memset(cbuf, 0, WALK_CBUF_SIZE + 8);
+	return mem_read(c->r, cbuf, csize, addr);
+}
+
+static char *read_name(struct code_cache *c, uint64_t addr)
+{
+	char buf[PYSTR_DEFAULT_CAP];
+
+	if (pystr_read(c->r, &c->o, addr, buf, sizeof(buf)) < 0)
+		return NULL;
+	return strdup(buf);
+}
+
+static void fill(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t fp,
+		 const uint8_t *cbuf)
+{
+	const struct py_offsets *o = &c->o;
+	uint32_t name_off = o->code_qualname ? o->code_qualname : o->code_name;
+	size_t len = 0;
+	int rc;
+
+	slot_release(s);
+	memset(&s->e, 0, sizeof(s->e));
+	s->e.addr = addr;
+	s->e.fingerprint = fp;
+	s->e.version_hex = o->version_hex;
+	s->e.status = CODE_OK;
+	s->e.firstlineno = (int)walk_u32(cbuf, o->code_firstlineno, WALK_CBUF_MASK);
+	s->name = read_name(c, walk_u64(cbuf, name_off, WALK_CBUF_MASK));
+	s->file = read_name(c, walk_u64(cbuf, o->code_filename, WALK_CBUF_MASK));
+	rc = pybytes_read(c->r, o, walk_u64(cbuf, o->code_linetable, WALK_CBUF_MASK), &s->table,
+			  &len, PYBYTES_DEFAULT_CAP);
+	s->e.name = s->name ? s->name : CODE_CACHE_UNKNOWN;
+	s->e.file = s->file ? s->file : CODE_CACHE_UNKNOWN;
+	s->e.linetable = s->table;
+	s->e.linetable_len = len;
+	s->e.table_truncated = rc == 1;
+}
+
+/* A slot for a new address: a never-used one, or the least recently used. */
+static uint32_t take_slot(struct code_cache *c, uint64_t addr)
+{
+	uint32_t i, b;
+
+	if (c->size < c->cap) {
+		i = (uint32_t)c->size++;
+		c->st.size = c->size;
+	} else {
+		i = c->lru_tail;
+		lru_unlink(c, i);
+		hash_unlink(c, i);
+		slot_release(&c->slots[i]);
+		c->st.evictions++;
+	}
+	c->slots[i].e.addr = addr;
+	b = bucket_of(c, addr);
+	c->slots[i].hnext = c->buckets[b];
+	c->buckets[b] = i;
+	lru_push_head(c, i);
+	return i;
+}
+
+static const struct code_entry *fail_entry(struct code_cache *c, uint64_t addr, uint32_t fp,
+					   enum code_status why)
+{
+	c->fail.addr = addr;
+	c->fail.fingerprint = fp;
+	c->fail.version_hex = c->o.version_hex;
+	c->fail.status = (uint8_t)why;
+	return &c->fail;
+}
+
+const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
+					   uint32_t fingerprint)
+{
+	uint8_t cbuf[WALK_CBUF_SIZE + 8];
+	uint32_t i = find(c, addr), actual;
+
+	if (i != NIL && fingerprint && c->slots[i].e.fingerprint == fingerprint) {
+		c->st.hits++;
+		touch(c, i);
+		return &c->slots[i].e;
+	}
+	/* Unknown fingerprint, a reused address, or a new one: look at what
+	 * is there now. */
+	if (!addr || read_header(c, addr, cbuf)) {
+		c->st.unreadable++;
+		return fail_entry(c, addr, fingerprint, CODE_UNREADABLE);
+	}
+	actual = walk_fingerprint(cbuf, &c->o);
+	if (i != NIL && c->slots[i].e.fingerprint == actual) {
+		/* The cached entry is still right for what is there now. */
+		touch(c, i);
+		if (!fingerprint)
+			c->st.revalidated++;
+	} else {
+		if (i != NIL) {
+			c->st.refreshes++;
+			touch(c, i);
+		} else {
+			c->st.misses++;
+			i = take_slot(c, addr);
+		}
+		fill(c, &c->slots[i], addr, actual, cbuf);
+	}
+	if (fingerprint && fingerprint != actual) {
+		/* The sampled object is gone; what we just read is another
+		 * one, kept for the samples that will name it. */
+		c->st.stale++;
+		return fail_entry(c, addr, fingerprint, CODE_STALE);
+	}
+	return &c->slots[i].e;
+}
+
+int code_cache_line(const struct code_entry *e, int instr)
+{
+	if (e->status != CODE_OK || !e->linetable)
+		return -1;
+	return linetable_line(e->version_hex, e->linetable, e->linetable_len, e->firstlineno,
+			      instr);
+}
+
+int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out)
+{
+	const struct code_entry *e = code_cache_lookup(c, f->code, f->fingerprint);
+
+	out->name = e->name;
+	out->file = e->file;
+	out->firstlineno = e->status == CODE_OK ? e->firstlineno : 0;
+	/* The walker sends the raw instruction value; the layout turns it
+	 * into an index (f_lasti, or an offset into co_code_adaptive). */
+	out->line = code_cache_line(e, walk_instr_index(&c->o, f->instr));
+	return e->status;
+}
+
+void code_cache_get_stats(const struct code_cache *c, struct code_cache_stats *out)
+{
+	*out = c->st;
+}
