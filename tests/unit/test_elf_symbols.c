@@ -32,6 +32,7 @@
 
 struct target {
 	char name[64];
+	char test_name[96];
 	char file[PATH_MAX];   /* the ELF file defining the interpreter */
 	char runcmd[PATH_MAX]; /* shell command prefix that runs it */
 	int major, minor;      /* from the pyenv directory or file name */
@@ -345,10 +346,10 @@ int main(void)
 
 	find_targets();
 	for (size_t i = 0; i < ntargets; i++) {
-		char *name = malloc(96);
+		struct target *t = &targets[i];
 
-		snprintf(name, 96, "interpreter %s", targets[i].name);
-		tests[n++] = (struct CMUnitTest){name, test_interpreter, NULL, NULL, &targets[i]};
+		snprintf(t->test_name, sizeof(t->test_name), "interpreter %s", t->name);
+		tests[n++] = (struct CMUnitTest){t->test_name, test_interpreter, NULL, NULL, t};
 	}
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_build_id_matches_readelf);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_symtab_fallback);
