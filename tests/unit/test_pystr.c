@@ -355,8 +355,8 @@ static void check_live(const struct live_py *py)
 	char out[PYSTR_DEFAULT_CAP], line[1024];
 	uint8_t *b;
 	size_t len;
-	int to, status, n;
-	FILE *from;
+	int to = -1, status, n;
+	FILE *from = NULL;
 	pid_t pid = spawn(py->argv, &to, &from);
 
 	assert_true(pid > 0);

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-process cache of code objects: (code address, fingerprint) ->
+ * qualname, file, first line and line table.
+ *
+ * Code objects die and their addresses are reused (exec/compile loops,
+ * reloaded modules), so an address alone names nothing. Every frame from
+ * the walker carries walk_fingerprint() of the code object as it was when
+ * sampled; an entry answers only for the fingerprint it was filled with.
+ * A different one means the address was reused: the entry is re-read.
+ * If what we read now still differs from the sample's fingerprint, the
+ * object changed between sample and lookup, and the frame is reported as
+ * unknown rather than under another function's name.
+ *
+ * The cache is bounded (least recently used entries are evicted) and
+ * counts what it does, so that a cache that thrashes is visible.
+ */
+#ifndef CODE_CACHE_H
+#define CODE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpfpy.h"
+#include "mem_reader.h"
+#include "profile.h" /* struct sym_frame */
+
+#define CODE_CACHE_DEFAULT_CAP 4096
+
+/* What we get for names we could not read. */
+#define CODE_CACHE_UNKNOWN "<unknown>"
+
+enum code_status {
+	CODE_OK = 0,	 /* identified; a string may still be CODE_CACHE_UNKNOWN */
+	CODE_UNREADABLE, /* the code object's header could not be read */
+	CODE_STALE,	 /* the object at this address is no longer the sampled one */
+};
+
+struct code_entry {
+	uint64_t addr;
+	uint32_t fingerprint;	 /* walk_fingerprint() of the object we read */
+	uint32_t version_hex;	 /* for the line-table format */
+	uint8_t status;		 /* enum code_status */
+	uint8_t table_truncated; /* line table longer than PYBYTES_DEFAULT_CAP */
+	int firstlineno;
+	const char *name; /* co_qualname (co_name before 3.11) */
+	const char *file; /* co_filename */
+	const uint8_t *linetable;
+	size_t linetable_len;
+};
+
+struct code_cache_stats {
+	uint64_t hits;	      /* fingerprint matched: no read at all */
+	uint64_t misses;      /* address not cached: filled */
+	uint64_t refreshes;   /* address cached under another fingerprint: re-read */
+	uint64_t revalidated; /* fingerprint 0: header read, cached entry confirmed */
+	uint64_t stale;	      /* the object changed since the sample: frame unknown */
+	uint64_t unreadable;  /* header read failed: frame unknown */
+	uint64_t evictions;
+	size_t size, cap;
+};
+
+struct code_cache;
+
+/*
+ * A cache for one process, reading through r with layout o (both must
+ * outlive the cache; o is copied). cap 0 means CODE_CACHE_DEFAULT_CAP.
+ * NULL when out of memory.
+ */
+struct code_cache *code_cache_new(struct mem_reader *r, const struct py_offsets *o, size_t cap);
+void code_cache_free(struct code_cache *c);
+
+/* Forget everything (the process exec'd, or its pid was reused). */
+void code_cache_clear(struct code_cache *c);
+
+/*
+ * The entry for the code object at addr as the walker saw it (fingerprint
+ * from struct frame_rec; 0 = unknown, the header is then read and checked
+ * anyway). Never NULL: failures give an entry whose status says why and
+ * whose strings are CODE_CACHE_UNKNOWN.
+ *
+ * Lifetime: the entry and its strings belong to the cache and stay valid
+ * only until the next call that may evict or refill an entry, i.e. the
+ * next code_cache_lookup/_symbolize/_clear/_free on this cache. Callers
+ * that keep names must copy or intern them first (profile_add interns).
+ */
+const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
+					   uint32_t fingerprint);
+
+/* Line of instruction instr (code units, -1 = before the first) of an
+ * entry, -1 when unknown. */
+int code_cache_line(const struct code_entry *e, int instr);
+
+/*
+ * Symbolize one frame from the walker (f->instr raw, as the walker records
+ * it; converted with walk_instr_index()) into out (strings as for
+ * code_cache_lookup: valid until the next call on this cache). Returns the
+ * entry's enum code_status; the frame is filled in every case.
+ */
+int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out);
+
+void code_cache_get_stats(const struct code_cache *c, struct code_cache_stats *out);
+
+#endif /* CODE_CACHE_H */
