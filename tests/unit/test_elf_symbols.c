@@ -90,11 +90,13 @@ static void find_targets(void)
 
 	if (!glob("/root/.pyenv/versions/*/lib/libpython*.so.1.0", 0, NULL, &g)) {
 		for (size_t i = 0; i < g.gl_pathc; i++) {
-			char dir[PATH_MAX], run[PATH_MAX], name[64];
+			char dir[32], run[PATH_MAX], name[64];
 			int ma, mi;
 			const char *v = g.gl_pathv[i] + strlen("/root/.pyenv/versions/");
 
 			if (sscanf(v, "%d.%d", &ma, &mi) != 2)
+				continue;
+			if (strchr(v, '/') - v >= (ptrdiff_t)sizeof(dir))
 				continue;
 			snprintf(dir, sizeof(dir), "%.*s", (int)(strchr(v, '/') - v), v);
 			snprintf(name, sizeof(name), "pyenv-%s", dir);
