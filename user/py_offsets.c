@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CPython layouts: measured tables up to 3.12, the target's own
+ * _Py_DebugOffsets from 3.13. See py_offsets.h.
+ *
+ * A word on trust. CPython keeps struct layouts stable within a minor
+ * version for final releases, and only for those: alphas, betas and even
+ * release candidates have moved fields (3.13.0rc2 grew _Py_DebugOffsets), so
+ * pre-releases are refused rather than read with a layout that is probably
+ * right. The debug offsets are still bytes of a live process, possibly torn
+ * or corrupted; every value used is checked against the size of the struct
+ * it indexes before it reaches the BPF side.
+ */
+#include "py_offsets.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ROUND8(n) (((n) + 7u) & ~7u)
+
+/* Owner values of _PyInterpreterFrame (Include/internal/pycore_frame.h,
+ * pycore_interpframe_structs.h from 3.14). */
+#define OWNER_CSTACK_312 3 /* 3.12, 3.13: C-stack shim frame */
+#define OWNER_INTERP_314 3 /* 3.14+: interpreter-owned entry frame */
+#define OWNER_CSTACK_314 4 /* 3.14: C stack */
+
+#define PY_MAJOR(h)    (((h) >> 24) & 0xff)
+#define PY_MINOR(h)    (((h) >> 16) & 0xff)
+#define PY_MICRO(h)    (((h) >> 8) & 0xff)
+#define PY_LEVEL(h)    (((h) >> 4) & 0xf)
+#define PY_SERIAL(h)   ((h)&0xf)
+#define PY_LEVEL_FINAL 0xf
+
+const char *py_version_str(uint32_t hex, char *buf, size_t len)
+{
+	static const char *const level[16] = {[0xa] = "a", [0xb] = "b", [0xc] = "rc"};
+	unsigned lv = PY_LEVEL(hex);
+
+	if (!buf || !len)
+		return buf;
+	if (lv == PY_LEVEL_FINAL)
+		snprintf(buf, len, "%u.%u.%u", PY_MAJOR(hex), PY_MINOR(hex), PY_MICRO(hex));
+	else
+		snprintf(buf, len, "%u.%u.%u%s%u", PY_MAJOR(hex), PY_MINOR(hex), PY_MICRO(hex),
+			 level[lv] ? level[lv] : "?", PY_SERIAL(hex));
+	return buf;
+}
+
+/*
+ * Derive the read sizes from the fields the walker reads, so that a table
+ * and a parsed debug table can never disagree with the walker about how
+ * much is needed. Frames: each field's real width, and never past the
+ * struct, because a frame may end a data-stack chunk. Code objects: 8 bytes
+ * past the highest field (the walker's code fields are all at offsets well
+ * inside the struct, whose fixed part is ~200 bytes).
+ */
+static void read_sizes(struct py_offsets *o, uint32_t frame_size)
+{
+	uint32_t f = o->frame_previous + 8u, c = o->ob_type + 8u;
+	uint32_t name = o->code_qualname ? o->code_qualname : o->code_name;
+	const uint16_t cf[] = {o->code_argcount, o->code_flags,	 o->code_firstlineno,
+			       o->code_filename, (uint16_t)name, o->code_linetable};
+
+	if (o->frame_code + 8u > f)
+		f = o->frame_code + 8u;
+	if (o->frame_model == FRAME_MODEL_OBJECT) {
+		if (o->frame_instr + 4u > f)
+			f = o->frame_instr + 4u;
+	} else {
+		if (o->frame_instr + 8u > f)
+			f = o->frame_instr + 8u;
+		if (o->frame_owner + 1u > f)
+			f = o->frame_owner + 1u;
+	}
+	f = ROUND8(f);
+	if (frame_size && f > frame_size)
+		f = frame_size;
+	o->frame_read_size = (uint16_t)f;
+
+	for (size_t i = 0; i < sizeof(cf) / sizeof(cf[0]); i++)
+		if (cf[i] + 8u > c)
+			c = cf[i] + 8u;
+	o->code_read_size = (uint16_t)ROUND8(c);
+}
+
+/*
+ * Measured tables, 3.8 to 3.12. Every number below was read with
+ * `pahole -E` from the DWARF of the pyenv build named above each table;
+ * scripts/measure_offsets.sh repeats the measurement and
+ * tests/unit/test_py_offsets.c compares. The read sizes are derived, see
+ * read_sizes().
+ */
+struct vtable {
+	unsigned minor;
+	struct py_offsets o;
+	struct py_extra x;
+};
+
+/* Shared by 3.8-3.10: same str, bytes and object header. */
+#define STR_BYTES_PRE312                                                                           \
+	.ob_type = 8, .unicode_state = 32, .unicode_length = 16, .ascii_data_off = 48,             \
+	.compact_data_off = 72, .bytes_size = 16, .bytes_data = 32
+
+static const struct vtable tables[] = {
+    /* /root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0 */
+    {8,
+     {.frame_model = FRAME_MODEL_OBJECT,
+      .lasti_is_bytes = 1,
+      .runtime_interpreters_head = 32,
+      .interp_next = 0,
+      .interp_threads_head = 8,
+      .tstate_next = 8,
+      .tstate_frame = 24,
+      .tstate_thread_id = 176,
+      .frame_code = 32,
+      .frame_previous = 24,
+      .frame_instr = 104,
+      .code_argcount = 16,
+      .code_flags = 36,
+      .code_firstlineno = 40,
+      .code_filename = 104,
+      .code_name = 112,
+      .code_linetable = 120, /* co_lnotab */
+      STR_BYTES_PRE312},
+     {.interp_id = 16,
+      .gil_locked = 1168,
+      .gil_holder = 1160,
+      .frame_size = 368,
+      .code_size = 176}},
+    /* /root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0 */
+    {9,
+     {.frame_model = FRAME_MODEL_OBJECT,
+      .lasti_is_bytes = 1,
+      .runtime_interpreters_head = 32,
+      .interp_next = 0,
+      .interp_threads_head = 8,
+      .tstate_next = 8,
+      .tstate_frame = 24,
+      .tstate_thread_id = 176,
+      .frame_code = 32,
+      .frame_previous = 24,
+      .frame_instr = 104,
+      .code_argcount = 16,
+      .code_flags = 36,
+      .code_firstlineno = 40,
+      .code_filename = 104,
+      .code_name = 112,
+      .code_linetable = 120, /* co_lnotab */
+      STR_BYTES_PRE312},
+     {.interp_id = 24, .gil_locked = 368, .gil_holder = 360, .frame_size = 368, .code_size = 176}},
+    /* /root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0. f_lasti now
+     * counts code units; tstate->frame is still the frame object chain
+     * (3.10's cframe only carries use_tracing). */
+    {10,
+     {.frame_model = FRAME_MODEL_OBJECT,
+      .runtime_interpreters_head = 32,
+      .interp_next = 0,
+      .interp_threads_head = 8,
+      .tstate_next = 8,
+      .tstate_frame = 24,
+      .tstate_thread_id = 176,
+      .frame_code = 32,
+      .frame_previous = 24,
+      .frame_instr = 96,
+      .code_argcount = 16,
+      .code_flags = 36,
+      .code_firstlineno = 40,
+      .code_filename = 104,
+      .code_name = 112,
+      .code_linetable = 120, /* co_linetable, PEP 626 */
+      STR_BYTES_PRE312},
+     {.interp_id = 24, .gil_locked = 368, .gil_holder = 360, .frame_size = 360, .code_size = 176}},
+    /* /root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0. Debian
+     * bookworm's stripped /usr/bin/python3.11 (3.11.2) has the same layout:
+     * checked on a live process by following _PyRuntime -> interpreter ->
+     * thread -> cframe -> frames -> code -> co_name with these numbers. */
+    {11,
+     {.frame_model = FRAME_MODEL_CFRAME,
+      .runtime_interpreters_head = 40,
+      .interp_next = 0,
+      .interp_threads_head = 16,
+      .tstate_next = 8,
+      .tstate_frame = 56, /* cframe */
+      .cframe_current_frame = 8,
+      .tstate_native_thread_id = 160,
+      .tstate_thread_id = 152,
+      .frame_code = 32,
+      .frame_previous = 48,
+      .frame_instr = 56, /* prev_instr */
+      .frame_owner = 69,
+      .code_argcount = 56,
+      .code_flags = 48,
+      .code_firstlineno = 72,
+      .code_filename = 112,
+      .code_name = 120,
+      .code_qualname = 128,
+      .code_linetable = 136,
+      .code_adaptive = 184,
+      .ob_type = 8,
+      .unicode_state = 32,
+      .unicode_length = 16,
+      .ascii_data_off = 48,
+      .compact_data_off = 72,
+      .bytes_size = 16,
+      .bytes_data = 32},
+     {.interp_id = 48, .gil_locked = 376, .gil_holder = 368, .frame_size = 80, .code_size = 192}},
+    /* /root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0. The GIL moved
+     * into the interpreter (PEP 684): interp->ceval.gil points to it. */
+    {12,
+     {.frame_model = FRAME_MODEL_CFRAME,
+      .skip_owner_mask = 1u << OWNER_CSTACK_312,
+      .runtime_interpreters_head = 40,
+      .interp_next = 0,
+      .interp_threads_head = 72,
+      .tstate_next = 8,
+      .tstate_frame = 56, /* cframe */
+      .cframe_current_frame = 0,
+      .tstate_native_thread_id = 144,
+      .tstate_thread_id = 136,
+      .frame_code = 0,
+      .frame_previous = 8,
+      .frame_instr = 56, /* prev_instr */
+      .frame_owner = 70,
+      .code_argcount = 52,
+      .code_flags = 48,
+      .code_firstlineno = 68,
+      .code_filename = 112,
+      .code_name = 120,
+      .code_qualname = 128,
+      .code_linetable = 136,
+      .code_adaptive = 192,
+      .ob_type = 8,
+      .unicode_state = 32,
+      .unicode_length = 16,
+      .ascii_data_off = 40,
+      .compact_data_off = 56,
+      .bytes_size = 16,
+      .bytes_data = 32},
+     {.interp_id = 8,
+      .gil_per_interp = 1,
+      .interp_ceval_gil = 384,
+      .gil_locked = 16,
+      .gil_holder = 8,
+      .frame_size = 80,
+      .code_size = 200}},
+};
+
+static int check_release(uint32_t hex, struct diag *d)
+{
+	char v[32];
+
+	if (PY_MAJOR(hex) != 3 || PY_MINOR(hex) < PY_OFFSETS_MIN_MINOR)
+		return diag_set(
+		    d, EXIT_UNSUPPORTED, "Python %s is not supported (bpfpy reads 3.%d to 3.%d)",
+		    py_version_str(hex, v, sizeof(v)), PY_OFFSETS_MIN_MINOR, PY_OFFSETS_MAX_MINOR);
+	if (PY_LEVEL(hex) != PY_LEVEL_FINAL)
+		return diag_set(
+		    d, EXIT_UNSUPPORTED,
+		    "Python %s is a pre-release: only final releases have a known layout",
+		    py_version_str(hex, v, sizeof(v)));
+	return 0;
+}
+
+int py_offsets_for_version(uint32_t version_hex, struct py_offsets *o, struct py_extra *x,
+			   struct diag *d)
+{
+	char v[32];
+
+	if (check_release(version_hex, d))
+		return -1;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		if (tables[i].minor != PY_MINOR(version_hex))
+			continue;
+		*o = tables[i].o;
+		*x = tables[i].x;
+		o->version_hex = version_hex;
+		read_sizes(o, x->frame_size);
+		return 0;
+	}
+	if (PY_MINOR(version_hex) <= PY_OFFSETS_MAX_MINOR)
+		return diag_set(d, EXIT_UNSUPPORTED,
+				"Python %s: layout comes from the target's _Py_DebugOffsets, "
+				"not from a table",
+				py_version_str(version_hex, v, sizeof(v)));
+	return diag_set(
+	    d, EXIT_UNSUPPORTED, "Python %s is not supported (bpfpy reads 3.%d to 3.%d)",
+	    py_version_str(version_hex, v, sizeof(v)), PY_OFFSETS_MIN_MINOR, PY_OFFSETS_MAX_MINOR);
+}
+
+int py_gil_addrs(const struct py_extra *x, uint64_t runtime_addr, uint64_t gil_state,
+		 uint64_t *locked_addr, uint64_t *holder_addr)
+{
+	uint64_t base = x->gil_per_interp ? gil_state : runtime_addr;
+
+	*locked_addr = 0;
+	*holder_addr = 0;
+	if (!base || (!x->gil_locked && !x->gil_holder))
+		return -1;
+	*locked_addr = base + x->gil_locked;
+	*holder_addr = base + x->gil_holder;
+	return 0;
+}
+
+/*
+ * _Py_DebugOffsets, 3.13+. The struct is a cookie, version, free_threaded
+ * and then groups of u64, one group per CPython struct, most starting with
+ * that struct's size. Each known minor's field order is written out below as
+ * in its header, which is the only thing we copy from CPython: the values
+ * come from the target. Sources: 3.13.0 pyenv
+ * include/python3.13/internal/pycore_runtime.h; 3.14.10 and 3.15.2 Debian
+ * sid include/python3.1X/internal/pycore_debug_offsets.h.
+ */
+struct dgroup {
+	const char *name;
+	const char *fields; /* space separated, in order */
+};
+
+struct dlayout {
+	unsigned minor;
+	const struct dgroup *groups;
+	size_t ngroups;
+	/* What the debug offsets do not carry, from the headers of that minor
+	 * (co_flags sits right before co_argcount in every 3.11+ code object;
+	 * checked by read_sizes' caller against argcount). */
+	uint16_t code_flags;
+	uint16_t compact_data_off; /* 0: given as compactunicodeobject_size */
+	uint8_t skip_owner_mask;
+	uint8_t tagged_code;
+	uint8_t has_base_frame;
+};
+
+static const struct dgroup g313[] = {
+    {"runtime_state", "size finalizing interpreters_head"},
+    {"interpreter_state", "size id next threads_head gc imports_modules sysdict builtins ceval_gil "
+			  "gil_runtime_state gil_runtime_state_enabled gil_runtime_state_locked "
+			  "gil_runtime_state_holder"},
+    {"thread_state",
+     "size prev next interp current_frame thread_id native_thread_id datastack_chunk status"},
+    {"interpreter_frame", "size previous executable instr_ptr localsplus owner"},
+    {"code_object", "size filename name qualname linetable firstlineno argcount localsplusnames "
+		    "localspluskinds co_code_adaptive"},
+    {"pyobject", "size ob_type"},
+    {"type_object", "size tp_name tp_repr tp_flags"},
+    {"tuple_object", "size ob_item ob_size"},
+    {"list_object", "size ob_item ob_size"},
+    {"dict_object", "size ma_keys ma_values"},
+    {"float_object", "size ob_fval"},
+    {"long_object", "size lv_tag ob_digit"},
+    {"bytes_object", "size ob_size ob_sval"},
+    {"unicode_object", "size state length asciiobject_size"},
+    {"gc", "size collecting"},
+};
+
+static const struct dgroup g314[] = {
+    {"runtime_state", "size finalizing interpreters_head"},
+    {"interpreter_state",
+     "size id next threads_head threads_main gc imports_modules sysdict builtins ceval_gil "
+     "gil_runtime_state gil_runtime_state_enabled gil_runtime_state_locked "
+     "gil_runtime_state_holder code_object_generation tlbc_generation"},
+    {"thread_state",
+     "size prev next interp current_frame thread_id native_thread_id datastack_chunk status"},
+    {"interpreter_frame", "size previous executable instr_ptr localsplus owner stackpointer "
+			  "tlbc_index"},
+    {"code_object", "size filename name qualname linetable firstlineno argcount localsplusnames "
+		    "localspluskinds co_code_adaptive co_tlbc"},
+    {"pyobject", "size ob_type"},
+    {"type_object", "size tp_name tp_repr tp_flags"},
+    {"tuple_object", "size ob_item ob_size"},
+    {"list_object", "size ob_item ob_size"},
+    {"set_object", "size used table mask"},
+    {"dict_object", "size ma_keys ma_values"},
+    {"float_object", "size ob_fval"},
+    {"long_object", "size lv_tag ob_digit"},
+    {"bytes_object", "size ob_size ob_sval"},
+    {"unicode_object", "size state length asciiobject_size"},
+    {"gc", "size collecting"},
+    {"gen_object", "size gi_name gi_iframe gi_frame_state"},
+    {"llist_node", "next prev"},
+    {"debugger_support", "eval_breaker remote_debugger_support remote_debugging_enabled "
+			 "debugger_pending_call debugger_script_path debugger_script_path_size"},
+};
+
+static const struct dgroup g315[] = {
+    {"runtime_state", "size finalizing interpreters_head"},
+    {"interpreter_state",
+     "size id next threads_head threads_main gc imports_modules sysdict builtins ceval_gil "
+     "gil_runtime_state gil_runtime_state_enabled gil_runtime_state_locked "
+     "gil_runtime_state_holder code_object_generation tlbc_generation"},
+    {"thread_state", "size prev next interp current_frame base_frame last_profiled_frame "
+		     "last_profiled_frame_seq thread_id native_thread_id datastack_chunk status "
+		     "holds_gil gil_requested current_exception exc_state"},
+    {"err_stackitem", "exc_value"},
+    {"interpreter_frame", "size previous executable instr_ptr localsplus owner stackpointer "
+			  "tlbc_index"},
+    {"code_object", "size filename name qualname linetable firstlineno argcount localsplusnames "
+		    "localspluskinds co_code_adaptive co_tlbc"},
+    {"pyobject", "size ob_type"},
+    {"type_object", "size tp_name tp_repr tp_flags tp_basicsize tp_dictoffset"},
+    {"heap_type_object", "size ht_cached_keys"},
+    {"tuple_object", "size ob_item ob_size"},
+    {"list_object", "size ob_item ob_size"},
+    {"set_object", "size used table mask"},
+    {"dict_object", "size ma_keys ma_values"},
+    {"float_object", "size ob_fval"},
+    {"long_object", "size lv_tag ob_digit"},
+    {"bytes_object", "size ob_size ob_sval"},
+    {"unicode_object", "size state length asciiobject_size compactunicodeobject_size"},
+    {"gc", "size collecting frame generation_stats_size generation_stats"},
+    {"gen_object", "size gi_name gi_iframe gi_frame_state"},
+    {"llist_node", "next prev"},
+    {"debugger_support", "eval_breaker remote_debugger_support remote_debugging_enabled "
+			 "debugger_pending_call debugger_script_path debugger_script_path_size"},
+};
+
+#define NG(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct dlayout layouts[] = {
+    /* 3.13: owner 3 is the C-stack shim, whose f_executable may be None. */
+    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0},
+    /* 3.14: f_executable is a tagged _PyStackRef; owners 3 and 4 are
+     * entry/C-stack frames without Python code of their own. */
+    {14, g314, NG(g314), 48, 56, (1u << OWNER_INTERP_314) | (1u << OWNER_CSTACK_314), 1, 0},
+    /* 3.15: the C-stack owner is gone; every chain ends at base_frame. */
+    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1},
+};
+
+/* Slot (u64 index into the blob) of group.field; -1 if the layout lacks it.
+ * Slots 0-2 are cookie, version and free_threaded. */
+static int slot_of(const struct dlayout *L, const char *group, const char *field)
+{
+	size_t flen = strlen(field);
+	int slot = 3;
+
+	for (size_t g = 0; g < L->ngroups; g++) {
+		const char *p = L->groups[g].fields;
+		int match = !strcmp(L->groups[g].name, group);
+
+		while (*p) {
+			const char *e = strchr(p, ' ');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+
+			if (match && n == flen && !memcmp(p, field, n))
+				return slot;
+			slot++;
+			p += n;
+			while (*p == ' ')
+				p++;
+		}
+	}
+	return -1;
+}
+
+static size_t layout_bytes(const struct dlayout *L)
+{
+	size_t n = 3;
+
+	for (size_t g = 0; g < L->ngroups; g++)
+		for (const char *p = L->groups[g].fields; *p; p++)
+			if (*p != ' ' && (p == L->groups[g].fields || p[-1] == ' '))
+				n++;
+	return n * 8;
+}
+
+struct dparse {
+	const struct dlayout *L;
+	const uint8_t *buf;
+	char ver[32];
+	struct diag *d;
+};
+
+static uint64_t slot_val(const struct dparse *p, int slot)
+{
+	uint64_t v;
+
+	memcpy(&v, p->buf + (size_t)slot * 8, sizeof(v));
+	return v;
+}
+
+/* Plausible sizes of the structs whose fields are used. Generous: they are
+ * there to catch a table read at the wrong address or with the wrong
+ * layout, not to second-guess CPython. */
+static const struct {
+	const char *group;
+	uint64_t min, max;
+} size_range[] = {
+    {"runtime_state", 1024, 64u << 20}, {"interpreter_state", 1024, 64u << 20},
+    {"thread_state", 128, 64u << 10},	{"interpreter_frame", 80, 256},
+    {"code_object", 128, 1024},		{"pyobject", 16, 64},
+    {"bytes_object", 24, 128},		{"unicode_object", 32, 256},
+};
+
+static int group_size(const struct dparse *p, const char *group, uint64_t *size)
+{
+	int s = slot_of(p->L, group, "size");
+
+	if (s < 0)
+		return diag_set(p->d, EXIT_FAIL, "bpfpy: no %s.size in the 3.%u layout", group,
+				p->L->minor);
+	*size = slot_val(p, s);
+	for (size_t i = 0; i < NG(size_range); i++) {
+		if (strcmp(size_range[i].group, group))
+			continue;
+		if (*size < size_range[i].min || *size > size_range[i].max)
+			return diag_set(
+			    p->d, EXIT_FAIL,
+			    "_Py_DebugOffsets of Python %s: %s.size = %llu is implausible "
+			    "(expected %llu..%llu)",
+			    p->ver, group, (unsigned long long)*size,
+			    (unsigned long long)size_range[i].min,
+			    (unsigned long long)size_range[i].max);
+	}
+	return 0;
+}
+
+/*
+ * group.field, a width-byte member of the group's struct: it must lie
+ * inside the struct, and fit the u16 of struct py_offsets unless wide (a
+ * py_extra field).
+ */
+static int field(const struct dparse *p, const char *group, const char *name, unsigned width,
+		 int wide, uint32_t *out)
+{
+	int s = slot_of(p->L, group, name);
+	uint64_t size, v;
+
+	if (s < 0)
+		return diag_set(p->d, EXIT_FAIL, "bpfpy: no %s.%s in the 3.%u layout", group, name,
+				p->L->minor);
+	if (group_size(p, group, &size))
+		return -1;
+	v = slot_val(p, s);
+	if (v + width > size)
+		return diag_set(p->d, EXIT_FAIL,
+				"_Py_DebugOffsets of Python %s: %s.%s = %llu is past the end of "
+				"the struct (%s.size %llu)",
+				p->ver, group, name, (unsigned long long)v, group,
+				(unsigned long long)size);
+	if (!wide && v > UINT16_MAX)
+		return diag_set(p->d, EXIT_UNSUPPORTED,
+				"_Py_DebugOffsets of Python %s: %s.%s = %llu does not fit bpfpy's "
+				"16-bit offsets",
+				p->ver, group, name, (unsigned long long)v);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+#define F16(grp, name, width, dst)                                                                 \
+	do {                                                                                       \
+		uint32_t v_;                                                                       \
+		if (field(&p, grp, name, width, 0, &v_))                                           \
+			return -1;                                                                 \
+		(dst) = (uint16_t)v_;                                                              \
+	} while (0)
+
+#define F32(grp, name, width, dst)                                                                 \
+	do {                                                                                       \
+		if (field(&p, grp, name, width, 1, &(dst)))                                        \
+			return -1;                                                                 \
+	} while (0)
+
+int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, struct py_extra *x,
+			  struct diag *d)
+{
+	struct dparse p = {.buf = buf, .d = d};
+	uint64_t version, ft, size;
+	uint32_t gil, locked, holder, ascii, compact = 0;
+	size_t need;
+
+	if (!buf || len < 24)
+		return diag_set(d, EXIT_FAIL,
+				"_Py_DebugOffsets truncated: %zu bytes, the header alone needs 24",
+				len);
+	if (memcmp(buf, "xdebugpy", 8))
+		return diag_set(d, EXIT_NOT_PYTHON,
+				"no _Py_DebugOffsets at _PyRuntime (cookie is not \"xdebugpy\"): "
+				"not a CPython 3.13+ runtime, or a wrong address");
+	version = slot_val(&p, 1);
+	ft = slot_val(&p, 2);
+	if (version > UINT32_MAX || PY_MAJOR(version) != 3 || PY_MINOR(version) < 13)
+		return diag_set(d, EXIT_FAIL,
+				"_Py_DebugOffsets: version = %#llx is not a CPython 3.13+ version",
+				(unsigned long long)version);
+	py_version_str((uint32_t)version, p.ver, sizeof(p.ver));
+	if (ft)
+		return diag_set(d, EXIT_UNSUPPORTED,
+				"Python %s: free-threaded build (Py_GIL_DISABLED) is not supported",
+				p.ver);
+	for (size_t i = 0; i < NG(layouts); i++)
+		if (layouts[i].minor == PY_MINOR(version))
+			p.L = &layouts[i];
+	if (!p.L)
+		return diag_set(d, EXIT_UNSUPPORTED, "Python 3.%u debug offsets layout unknown",
+				(unsigned)PY_MINOR(version));
+	if (check_release((uint32_t)version, d))
+		return -1;
+	need = layout_bytes(p.L);
+	if (len < need)
+		return diag_set(d, EXIT_FAIL,
+				"_Py_DebugOffsets of Python %s truncated: %zu bytes, the 3.%u "
+				"layout needs %zu",
+				p.ver, len, p.L->minor, need);
+
+	memset(o, 0, sizeof(*o));
+	memset(x, 0, sizeof(*x));
+	o->version_hex = (uint32_t)version;
+	o->frame_model = FRAME_MODEL_DIRECT;
+	o->code_may_be_other = 1;
+	o->tagged_code = p.L->tagged_code;
+	o->skip_owner_mask = p.L->skip_owner_mask;
+	o->has_base_frame = p.L->has_base_frame;
+	x->debug_size = (uint32_t)need;
+
+	F16("runtime_state", "interpreters_head", 8, o->runtime_interpreters_head);
+
+	F16("interpreter_state", "next", 8, o->interp_next);
+	F16("interpreter_state", "threads_head", 8, o->interp_threads_head);
+	F32("interpreter_state", "id", 8, x->interp_id);
+	if (slot_of(p.L, "interpreter_state", "threads_main") >= 0)
+		F32("interpreter_state", "threads_main", 8, x->interp_threads_main);
+	/* The debug offsets give the interpreter's own GIL state (_gil), but a
+	 * subinterpreter sharing the main GIL points ceval.gil elsewhere: so
+	 * keep the pointer's offset and make locked/holder relative to the
+	 * state, as in 3.12. */
+	F32("interpreter_state", "ceval_gil", 8, x->interp_ceval_gil);
+	F32("interpreter_state", "gil_runtime_state", 0, gil);
+	F32("interpreter_state", "gil_runtime_state_locked", 4, locked);
+	F32("interpreter_state", "gil_runtime_state_holder", 8, holder);
+	if (locked < gil || holder < gil || locked - gil > 512 || holder - gil > 512)
+		return diag_set(d, EXIT_FAIL,
+				"_Py_DebugOffsets of Python %s: interpreter_state."
+				"gil_runtime_state_locked/holder (%u/%u) are not inside "
+				"gil_runtime_state (%u)",
+				p.ver, locked, holder, gil);
+	x->gil_per_interp = 1;
+	x->gil_locked = locked - gil;
+	x->gil_holder = holder - gil;
+
+	if (group_size(&p, "thread_state", &size))
+		return -1;
+	x->tstate_size = (uint32_t)size;
+	F16("thread_state", "next", 8, o->tstate_next);
+	F16("thread_state", "current_frame", 8, o->tstate_frame);
+	F16("thread_state", "thread_id", 8, o->tstate_thread_id);
+	F16("thread_state", "native_thread_id", 8, o->tstate_native_thread_id);
+	if (o->has_base_frame)
+		F16("thread_state", "base_frame", 8, o->tstate_base_frame);
+
+	if (group_size(&p, "interpreter_frame", &size))
+		return -1;
+	x->frame_size = (uint32_t)size;
+	F16("interpreter_frame", "previous", 8, o->frame_previous);
+	F16("interpreter_frame", "executable", 8, o->frame_code);
+	F16("interpreter_frame", "instr_ptr", 8, o->frame_instr);
+	F16("interpreter_frame", "owner", 1, o->frame_owner);
+
+	if (group_size(&p, "code_object", &size))
+		return -1;
+	x->code_size = (uint32_t)size;
+	F16("code_object", "filename", 8, o->code_filename);
+	F16("code_object", "name", 8, o->code_name);
+	F16("code_object", "qualname", 8, o->code_qualname);
+	F16("code_object", "linetable", 8, o->code_linetable);
+	F16("code_object", "firstlineno", 4, o->code_firstlineno);
+	F16("code_object", "argcount", 4, o->code_argcount);
+	F16("code_object", "co_code_adaptive", 2, o->code_adaptive);
+	/* co_flags is not in the table. It precedes co_argcount in every
+	 * layout since 3.11; if argcount moved, so may have flags. */
+	if (o->code_argcount != p.L->code_flags + 4)
+		return diag_set(
+		    d, EXIT_UNSUPPORTED,
+		    "_Py_DebugOffsets of Python %s: code_object.argcount = %u, expected "
+		    "%u: the code object layout changed, co_flags unknown",
+		    p.ver, o->code_argcount, p.L->code_flags + 4);
+	o->code_flags = p.L->code_flags;
+
+	F16("pyobject", "ob_type", 8, o->ob_type);
+	F16("bytes_object", "ob_size", 8, o->bytes_size);
+	F16("bytes_object", "ob_sval", 1, o->bytes_data);
+	F16("unicode_object", "state", 4, o->unicode_state);
+	F16("unicode_object", "length", 8, o->unicode_length);
+	/* Sizes, not offsets: the data of a compact str follows its header. */
+	F32("unicode_object", "asciiobject_size", 0, ascii);
+	if (slot_of(p.L, "unicode_object", "compactunicodeobject_size") >= 0)
+		F32("unicode_object", "compactunicodeobject_size", 0, compact);
+	else
+		compact = p.L->compact_data_off;
+	if (ascii < 24 || ascii > UINT8_MAX || compact <= ascii || compact > UINT8_MAX)
+		return diag_set(d, EXIT_FAIL,
+				"_Py_DebugOffsets of Python %s: unicode_object.asciiobject_size = "
+				"%u (compact %u) is implausible",
+				p.ver, ascii, compact);
+	o->ascii_data_off = (uint8_t)ascii;
+	o->compact_data_off = (uint8_t)compact;
+
+	read_sizes(o, x->frame_size);
+	/* The walker reads a frame and a code object into fixed buffers with
+	 * masked offsets: a field beyond them cannot be read at all. */
+	if (o->frame_read_size > BPFPY_FRAME_BUF)
+		return diag_set(d, EXIT_UNSUPPORTED,
+				"Python %s: interpreter frame fields reach byte %u, beyond the %d "
+				"bytes the walker reads",
+				p.ver, o->frame_read_size, BPFPY_FRAME_BUF);
+	if (o->code_read_size > BPFPY_CODE_BUF)
+		return diag_set(d, EXIT_UNSUPPORTED,
+				"Python %s: code object fields reach byte %u, beyond the %d bytes "
+				"the walker reads",
+				p.ver, o->code_read_size, BPFPY_CODE_BUF);
+	return 0;
+}
