@@ -1,0 +1,232 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Measure, with pahole on the DWARF of the pyenv builds, every offset that
+# user/py_offsets.c tabulates for CPython 3.8-3.13, and write them as
+# "<minor> <key> <value>" lines. tests/unit/test_py_offsets.c compares the
+# tables against this file, so a number typed wrong in the tables (or a
+# rebuilt interpreter whose layout moved) fails a test instead of a profile.
+#
+# Keys are the field names of struct py_offsets / struct py_extra, plus
+# frame_size and code_size (sizeof the frame and code structs). A version
+# whose libpython is absent is skipped with a note on stderr.
+#
+# usage: scripts/measure_offsets.sh [OUT]   (default tests/data/pahole_offsets.txt)
+set -eu
+
+PYENV="${PYENV_ROOT:-/root/.pyenv}/versions"
+OUT="${1:-tests/data/pahole_offsets.txt}"
+command -v pahole >/dev/null || { echo "measure_offsets: pahole not found (apt install dwarves)" >&2; exit 1; }
+PY="$(command -v python3)" || { echo "measure_offsets: python3 not found" >&2; exit 1; }
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+echo "# <minor> <key> <value>: written by scripts/measure_offsets.sh, read by tests/unit/test_py_offsets.c" >"$tmp/out"
+for dir in "$PYENV"/3.*; do
+	[ -d "$dir" ] || continue
+	full="${dir##*/}"
+	minor="${full%.*}"
+	case "$minor" in 3.8 | 3.9 | 3.10 | 3.11 | 3.12 | 3.13) ;; *) continue ;; esac
+	lib="$dir/lib/libpython$minor.so.1.0"
+	if [ ! -f "$lib" ]; then
+		echo "measure_offsets: $lib absent, $minor skipped" >&2
+		continue
+	fi
+	# One expanded dump per library: nested members then carry absolute
+	# offsets, so "ceval.gil.locked" is a lookup, not arithmetic.
+	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
+	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject; do
+		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
+	done
+	echo "# $minor measured on $lib ($full)" >>"$tmp/out"
+	"$PY" - "$minor" "$tmp/dump" >>"$tmp/out" <<'EOF'
+import re, sys
+
+minor, path = sys.argv[1], sys.argv[2]
+ver = tuple(int(x) for x in minor.split("."))
+MEMBER = re.compile(r"/\*\s*(\d+)(?::\s*\d+)?\s+\d+\s*\*/\s*$")
+
+
+def name_of(decl):
+    decl = re.sub(r"/\*.*?\*/", "", decl).strip().rstrip(";").strip()
+    m = re.search(r"\(\*\s*(\w+)\)", decl)
+    if m:
+        return m.group(1)
+    decl = re.sub(r"\[[^\]]*\]", "", decl)
+    decl = re.sub(r":\s*\d+$", "", decl).strip()
+    m = re.search(r"(\w+)$", decl)
+    return m.group(1) if m else ""
+
+
+def parse(lines):
+    """Top-level structs of a pahole -E dump as trees of
+    {"name", "off", "kids", "size"}; offsets are absolute within the
+    top-level struct because -E expands nested members in place."""
+    structs = {}
+    stack = []
+    for line in lines:
+        s = line.strip()
+        if not stack:
+            m = re.match(r"^(?:typedef\s+)?struct\s*(\w*)\s*\{$", s)
+            if m and not line.startswith("\t"):
+                stack.append({"name": m.group(1), "off": 0, "kids": [], "size": None})
+            continue
+        if s.endswith("{"):
+            stack.append({"name": "", "off": None, "kids": [], "size": None})
+            continue
+        if s.startswith("}"):
+            node = stack.pop()
+            if not stack:
+                m = re.match(r"^\}\s*(\w*)\s*;", s)
+                name = node["name"] or (m.group(1) if m else "")
+                if name and name not in structs:
+                    structs[name] = node
+                continue
+            m = re.match(r"^\}\s*(\w*)\s*(?:\[[^\]]*\])?\s*;", s)
+            node["name"] = m.group(1) if m else ""
+            mo = MEMBER.search(s)
+            node["off"] = int(mo.group(1)) if mo else None
+            stack[-1]["kids"].append(node)
+            continue
+        m = re.search(r"/\*\s*size:\s*(\d+)", s)
+        if m and len(stack) == 1:
+            stack[0]["size"] = int(m.group(1))
+            continue
+        mo = MEMBER.search(s)
+        if mo and ";" in s:
+            stack[-1]["kids"].append(
+                {"name": name_of(s[: s.rfind("/*")]), "off": int(mo.group(1)), "kids": []}
+            )
+    return structs
+
+
+def find(node, name):
+    for k in node["kids"]:
+        if k["name"] == name:
+            return k
+    for k in node["kids"]:
+        if not k["name"] and k["kids"]:
+            r = find(k, name)
+            if r:
+                return r
+    return None
+
+
+structs = parse(open(path).read().splitlines())
+
+
+def off(struct, dotted):
+    node = structs[struct]
+    for part in dotted.split("."):
+        node = find(node, part)
+        if node is None:
+            raise SystemExit(f"measure_offsets: {minor}: no {struct}.{dotted}")
+    return node["off"]
+
+
+def size(struct):
+    return structs[struct]["size"]
+
+
+out = []
+put = lambda k, v: out.append(f"{minor} {k} {v}")
+RT, IS, TS, CO = "pyruntimestate", "_is", "_ts", "PyCodeObject"
+FR = "_frame" if ver <= (3, 10) else "_PyInterpreterFrame"
+
+put("runtime_interpreters_head", off(RT, "interpreters.head"))
+put("interp_next", off(IS, "next"))
+put("interp_threads_head", off(IS, "tstate_head" if ver <= (3, 10) else "threads.head"))
+put("interp_id", off(IS, "id"))
+put("tstate_next", off(TS, "next"))
+put("tstate_thread_id", off(TS, "thread_id"))
+if ver >= (3, 11):
+    put("tstate_native_thread_id", off(TS, "native_thread_id"))
+if ver <= (3, 10):
+    put("tstate_frame", off(TS, "frame"))
+elif ver <= (3, 12):
+    put("tstate_frame", off(TS, "cframe"))
+    put("cframe_current_frame", off("_PyCFrame", "current_frame"))
+else:
+    put("tstate_frame", off(TS, "current_frame"))
+
+if ver <= (3, 10):
+    put("frame_code", off(FR, "f_code"))
+    put("frame_previous", off(FR, "f_back"))
+    put("frame_instr", off(FR, "f_lasti"))
+else:
+    put("frame_code", off(FR, "f_code" if ver <= (3, 12) else "f_executable"))
+    put("frame_previous", off(FR, "previous"))
+    put("frame_instr", off(FR, "prev_instr" if ver <= (3, 12) else "instr_ptr"))
+    put("frame_owner", off(FR, "owner"))
+put("frame_size", size(FR))
+
+put("code_argcount", off(CO, "co_argcount"))
+put("code_flags", off(CO, "co_flags"))
+put("code_firstlineno", off(CO, "co_firstlineno"))
+put("code_filename", off(CO, "co_filename"))
+put("code_name", off(CO, "co_name"))
+if ver >= (3, 11):
+    put("code_qualname", off(CO, "co_qualname"))
+    put("code_adaptive", off(CO, "co_code_adaptive"))
+put("code_linetable", off(CO, "co_lnotab" if ver <= (3, 9) else "co_linetable"))
+put("code_size", size(CO))
+
+put("ob_type", off("_object", "ob_type"))
+put("unicode_state", off("PyASCIIObject", "state"))
+put("unicode_length", off("PyASCIIObject", "length"))
+put("ascii_data_off", size("PyASCIIObject"))
+put("compact_data_off", size("PyCompactUnicodeObject"))
+put("bytes_size", off("PyBytesObject", "ob_base.ob_size"))
+put("bytes_data", off("PyBytesObject", "ob_sval"))
+
+if ver <= (3, 11):
+    put("gil_locked", off(RT, "ceval.gil.locked"))
+    put("gil_holder", off(RT, "ceval.gil.last_holder"))
+else:
+    put("interp_ceval_gil", off(IS, "ceval.gil"))
+    put("gil_locked", off("_gil_runtime_state", "locked"))
+    put("gil_holder", off("_gil_runtime_state", "last_holder"))
+print("\n".join(out))
+EOF
+done
+
+# 3.14 and 3.15 (Debian sid chroot, no DWARF): what _Py_DebugOffsets does
+# not carry and py_offsets.c supplies from the headers is measured here on a
+# live interpreter instead, by finding where known values sit in objects:
+# co_flags in code objects, and where a compact str's characters begin.
+SID="${SID:-/var/cache/bpfpy/sid}"
+PROBE='import ctypes, sys
+def mem(o, n):
+    return ctypes.string_at(id(o), n)
+def find_int(objs, attr):
+    hits = [k for k in range(16, 200, 4)
+            if all(int.from_bytes(mem(o, 200)[k:k + 4], "little", signed=True) == getattr(o, attr)
+                   for o in objs)]
+    assert len(hits) == 1, (attr, hits)
+    return hits[0]
+def a(x): return x
+def b(*x, **y): yield x
+async def c(p, q=1): return p
+def d(p, q, r, s, *, t): pass
+codes = [f.__code__ for f in (a, b, c, d)]
+def data_off(s, enc):
+    raw = s.encode(enc)
+    hits = [k for k in range(16, 128) if mem(s, 160)[k:k + len(raw)] == raw]
+    return hits[0]
+m = "%d.%d" % sys.version_info[:2]
+print(m, "code_flags", find_int(codes, "co_flags"))
+print(m, "code_argcount", find_int(codes, "co_argcount"))
+print(m, "ascii_data_off", data_off("".join(map(chr, range(97, 123))) * 2, "ascii"))
+print(m, "compact_data_off", data_off("".join(map(chr, range(0xc0, 0xff))), "latin-1"))'
+for m in 3.14 3.15; do
+	if [ -x "$SID/usr/bin/python$m" ]; then
+		echo "# $m measured live on $SID/usr/bin/python$m ($(chroot "$SID" "python$m" -c 'import platform; print(platform.python_version())')) with ctypes" >>"$tmp/out"
+		chroot "$SID" "python$m" -c "$PROBE" >>"$tmp/out"
+	else
+		echo "measure_offsets: $SID/usr/bin/python$m absent, $m skipped" >&2
+	fi
+done
+mkdir -p "$(dirname "$OUT")"
+mv "$tmp/out" "$OUT"
+echo "measure_offsets: wrote $OUT" >&2
