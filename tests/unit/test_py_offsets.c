@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: MIT
+/*
+ * py_offsets: the 3.8-3.12 tables against what pahole measured on the real
+ * builds (tests/data/pahole_offsets.txt, from scripts/measure_offsets.sh),
+ * and the 3.13+ parser against _Py_DebugOffsets bytes dumped from real
+ * interpreters (tests/data/debug_offsets_3.X.bin, from
+ * scripts/dump_debug_offsets.sh), intact and corrupted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "py_offsets.h"
+
+static char data_dir[512];
+
+static void find_data_dir(void)
+{
+	const char *env = getenv("BPFPY_TEST_DATA");
+	const char *slash = strrchr(__FILE__, '/');
+	FILE *f;
+
+	if (env) {
+		snprintf(data_dir, sizeof(data_dir), "%s", env);
+		return;
+	}
+	snprintf(data_dir, sizeof(data_dir), "tests/data");
+	snprintf(data_dir + strlen(data_dir), sizeof(data_dir) - strlen(data_dir),
+		 "/pahole_offsets.txt");
+	f = fopen(data_dir, "r");
+	if (f) {
+		fclose(f);
+		snprintf(data_dir, sizeof(data_dir), "tests/data");
+		return;
+	}
+	snprintf(data_dir, sizeof(data_dir), "%.*s/../data", slash ? (int)(slash - __FILE__) : 1,
+		 slash ? __FILE__ : ".");
+}
+
+/* Read a whole data file; NULL if absent. */
+static uint8_t *slurp(const char *name, size_t *len)
+{
+	char path[768];
+	uint8_t *buf;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", data_dir, name);
+	f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = 0;
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* The key names of pahole_offsets.txt and where each lives. */
+struct key {
+	const char *name;
+	int extra; /* 0: struct py_offsets, 1: struct py_extra */
+	size_t off;
+	size_t size;
+};
+
+#define KO(f)                                                                                      \
+	{                                                                                          \
+#f, 0, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f)         \
+	}
+#define KX(f)                                                                                      \
+	{                                                                                          \
+#f, 1, offsetof(struct py_extra, f), sizeof(((struct py_extra *)0)->f)             \
+	}
+
+static const struct key keys[] = {
+    KO(runtime_interpreters_head),
+    KO(interp_next),
+    KO(interp_threads_head),
+    KO(tstate_next),
+    KO(tstate_frame),
+    KO(cframe_current_frame),
+    KO(tstate_native_thread_id),
+    KO(tstate_thread_id),
+    KO(frame_code),
+    KO(frame_previous),
+    KO(frame_instr),
+    KO(frame_owner),
+    KO(code_argcount),
+    KO(code_flags),
+    KO(code_firstlineno),
+    KO(code_filename),
+    KO(code_name),
+    KO(code_qualname),
+    KO(code_linetable),
+    KO(code_adaptive),
+    KO(ob_type),
+    KO(unicode_state),
+    KO(unicode_length),
+    KO(ascii_data_off),
+    KO(compact_data_off),
+    KO(bytes_size),
+    KO(bytes_data),
+    KX(interp_id),
+    KX(interp_ceval_gil),
+    KX(gil_locked),
+    KX(gil_holder),
+    KX(frame_size),
+    KX(code_size),
+};
+
+static const struct key *key_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+static uint64_t key_val(const struct key *k, const struct py_offsets *o, const struct py_extra *x)
+{
+	const uint8_t *p = (const uint8_t *)(k->extra ? (const void *)x : (const void *)o) + k->off;
+	uint32_t v32;
+	uint16_t v16;
+
+	switch (k->size) {
+	case 1:
+		return *p;
+	case 2:
+		memcpy(&v16, p, 2);
+		return v16;
+	case 4:
+		memcpy(&v32, p, 4);
+		return v32;
+	}
+	fail_msg("key %s has size %zu", k->name, k->size);
+	return 0;
+}
+
+/* Layout of a minor the way the product gets it: the table up to 3.12, the
+ * dumped debug offsets from 3.13. 0 if this machine has no dump. */
+static int layout_of(unsigned minor, struct py_offsets *o, struct py_extra *x)
+{
+	struct diag d = {0};
+	char name[64];
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (minor <= 12) {
+		rc = py_offsets_for_version(0x030000f0u | (minor << 16), o, x, &d);
+		if (rc)
+			fail_msg("3.%u: %s", minor, d.msg);
+		return 1;
+	}
+	snprintf(name, sizeof(name), "debug_offsets_3.%u.bin", minor);
+	buf = slurp(name, &len);
+	if (!buf)
+		return 0;
+	rc = py_offsets_from_debug(buf, len, o, x, &d);
+	free(buf);
+	if (rc)
+		fail_msg("3.%u: %s", minor, d.msg);
+	return 1;
+}
+
+/*
+ * Every measured number equals the product's, for every version measured,
+ * and every field the measurement says a version lacks is 0 (which the
+ * walker reads as "none") in the tables.
+ */
+static void test_tables_match_measurement(void **state)
+{
+	unsigned checked[16] = {0}, seen[16][sizeof(keys) / sizeof(keys[0])];
+	char *text, *line, *save = NULL;
+	size_t len;
+
+	(void)state;
+	memset(seen, 0, sizeof(seen));
+	text = (char *)slurp("pahole_offsets.txt", &len);
+	if (!text)
+		skip();
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned major, minor;
+		char name[64];
+		unsigned long val;
+		struct py_offsets o;
+		struct py_extra x;
+		const struct key *k;
+
+		if (line[0] == '#' || !line[0])
+			continue;
+		assert_int_equal(sscanf(line, "%u.%u %63s %lu", &major, &minor, name, &val), 4);
+		assert_int_equal(major, 3);
+		assert_true(minor >= 8 && minor <= 15);
+		k = key_of(name);
+		if (!k)
+			fail_msg("pahole_offsets.txt: unknown key %s", name);
+		if (!layout_of(minor, &o, &x))
+			continue;
+		if (key_val(k, &o, &x) != val)
+			fail_msg("3.%u %s: table/parser says %llu, measured %lu", minor, name,
+				 (unsigned long long)key_val(k, &o, &x), val);
+		seen[minor][k - keys] = 1;
+		checked[minor]++;
+	}
+	free(text);
+	/* The tables must have been checked in full, not just touched. */
+	for (unsigned m = 8; m <= 13; m++) {
+		struct py_offsets o;
+		struct py_extra x;
+
+		if (!checked[m])
+			continue;
+		assert_true(checked[m] >= 25);
+		if (m > 12)
+			continue;
+		layout_of(m, &o, &x);
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (!seen[m][i] && key_val(&keys[i], &o, &x))
+				fail_msg("3.%u %s = %llu but 3.%u has no such field", m,
+					 keys[i].name,
+					 (unsigned long long)key_val(&keys[i], &o, &x), m);
+	}
+	/* This machine has the pyenv builds: all five tables were measured. */
+	for (unsigned m = 8; m <= 12; m++)
+		if (!checked[m])
+			print_message("note: 3.%u not measured here\n", m);
+}
+
+/* The walker reads frame_read_size bytes of a frame and code_read_size of a
+ * code object: every field it uses must fall inside, within the buffers. */
+static void check_read_sizes(unsigned minor, const struct py_offsets *o, const struct py_extra *x)
+{
+	unsigned name = o->code_qualname ? o->code_qualname : o->code_name;
+	unsigned code_fields[] = {o->ob_type,	       o->code_argcount, o->code_flags,
+				  o->code_firstlineno, o->code_filename, name,
+				  o->code_linetable};
+	unsigned f = o->frame_read_size, c = o->code_read_size;
+
+	assert_true(f <= BPFPY_FRAME_BUF);
+	assert_true(f <= x->frame_size);
+	assert_true(o->frame_previous + 8u <= f);
+	assert_true(o->frame_code + 8u <= f);
+	if (o->frame_model == FRAME_MODEL_OBJECT) {
+		assert_true(o->frame_instr + 4u <= f);
+	} else {
+		assert_true(o->frame_instr + 8u <= f);
+		assert_true(o->frame_owner + 1u <= f);
+	}
+	assert_true(c <= BPFPY_CODE_BUF);
+	for (size_t i = 0; i < sizeof(code_fields) / sizeof(code_fields[0]); i++)
+		if (code_fields[i] + 8u > c)
+			fail_msg("3.%u: code field at %u beyond code_read_size %u", minor,
+				 code_fields[i], c);
+}
+
+static void test_version_properties(void **state)
+{
+	static const struct {
+		unsigned minor;
+		uint8_t model, lasti_bytes, skip, tagged, other, base, per_interp;
+	} want[] = {
+	    {8, FRAME_MODEL_OBJECT, 1, 0, 0, 0, 0, 0},
+	    {9, FRAME_MODEL_OBJECT, 1, 0, 0, 0, 0, 0},
+	    {10, FRAME_MODEL_OBJECT, 0, 0, 0, 0, 0, 0},
+	    {11, FRAME_MODEL_CFRAME, 0, 0, 0, 0, 0, 0},
+	    {12, FRAME_MODEL_CFRAME, 0, 1 << 3, 0, 0, 0, 1},
+	    {13, FRAME_MODEL_DIRECT, 0, 1 << 3, 0, 1, 0, 1},
+	    {14, FRAME_MODEL_DIRECT, 0, (1 << 3) | (1 << 4), 1, 1, 0, 1},
+	    {15, FRAME_MODEL_DIRECT, 0, 1 << 3, 1, 1, 1, 1},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct py_offsets o;
+		struct py_extra x;
+
+		if (!layout_of(want[i].minor, &o, &x)) {
+			print_message("note: no debug offsets dump of 3.%u\n", want[i].minor);
+			continue;
+		}
+		assert_int_equal((o.version_hex >> 16) & 0xff, want[i].minor);
+		assert_int_equal(o.frame_model, want[i].model);
+		assert_int_equal(o.lasti_is_bytes, want[i].lasti_bytes);
+		assert_int_equal(o.skip_owner_mask, want[i].skip);
+		assert_int_equal(o.tagged_code, want[i].tagged);
+		assert_int_equal(o.code_may_be_other, want[i].other);
+		assert_int_equal(o.has_base_frame, want[i].base);
+		assert_int_equal(x.gil_per_interp, want[i].per_interp);
+		assert_int_equal(o.tstate_next, 8);
+		assert_true(x.gil_locked != x.gil_holder);
+		check_read_sizes(want[i].minor, &o, &x);
+	}
+}
+
+static struct py_offsets po;
+static struct py_extra px;
+
+static uint8_t *blob(unsigned minor, size_t *len)
+{
+	char name[64];
+	uint8_t *b;
+
+	snprintf(name, sizeof(name), "debug_offsets_3.%u.bin", minor);
+	b = slurp(name, len);
+	if (!b)
+		skip();
+	return b;
+}
+
+static void parse_ok(unsigned minor)
+{
+	struct diag d = {0};
+	size_t len;
+	uint8_t *b = blob(minor, &len);
+
+	assert_int_equal(len, PY_DEBUG_OFFSETS_READ_SIZE);
+	if (py_offsets_from_debug(b, len, &po, &px, &d))
+		fail_msg("3.%u: %s", minor, d.msg);
+	free(b);
+}
+
+/* The numbers in the reference (cpython-frames.md), taken from real
+ * builds independently of this parser. */
+static void test_debug_313(void **state)
+{
+	(void)state;
+	parse_ok(13);
+	assert_int_equal(po.version_hex, 0x030d00f0);
+	assert_int_equal(px.debug_size, 584);
+	assert_int_equal(po.runtime_interpreters_head, 632);
+	assert_int_equal(po.interp_threads_head, 7344);
+	assert_int_equal(po.tstate_frame, 72);
+	assert_int_equal(po.tstate_native_thread_id, 160);
+	assert_int_equal(po.tstate_thread_id, 152);
+	assert_int_equal(po.frame_code, 0);
+	assert_int_equal(po.frame_previous, 8);
+	assert_int_equal(po.frame_instr, 56);
+	assert_int_equal(po.frame_owner, 70);
+	assert_int_equal(px.frame_size, 80);
+	assert_int_equal(po.code_firstlineno, 68);
+	assert_int_equal(po.code_filename, 112);
+	assert_int_equal(po.code_name, 120);
+	assert_int_equal(po.code_qualname, 128);
+	assert_int_equal(po.code_linetable, 136);
+	assert_int_equal(po.code_adaptive, 200);
+	assert_int_equal(po.ascii_data_off, 40);
+	assert_int_equal(po.compact_data_off, 56);
+	assert_int_equal(po.bytes_size, 16);
+	assert_int_equal(po.bytes_data, 32);
+	assert_int_equal(po.tstate_base_frame, 0);
+}
+
+static void test_debug_314(void **state)
+{
+	(void)state;
+	parse_ok(14);
+	assert_int_equal((po.version_hex >> 16) & 0xffff, 0x030e);
+	assert_int_equal(px.debug_size, 760);
+	assert_int_equal(po.runtime_interpreters_head, 808);
+	assert_int_equal(po.tstate_frame, 72);
+	assert_int_equal(po.tstate_native_thread_id, 160);
+	assert_int_equal(po.frame_code, 0);
+	assert_int_equal(po.frame_previous, 8);
+	assert_int_equal(po.frame_instr, 56);
+	assert_int_equal(po.frame_owner, 74);
+	assert_int_equal(px.frame_size, 88);
+	assert_int_equal(po.code_firstlineno, 68);
+	assert_int_equal(po.code_filename, 112);
+	assert_int_equal(po.code_qualname, 128);
+	assert_int_equal(po.code_linetable, 136);
+	assert_int_equal(po.code_adaptive, 208);
+	assert_true(px.interp_threads_main != 0);
+}
+
+static void test_debug_315(void **state)
+{
+	(void)state;
+	parse_ok(15);
+	assert_int_equal((po.version_hex >> 16) & 0xffff, 0x030f);
+	assert_int_equal(px.debug_size, 888);
+	assert_int_equal(po.tstate_frame, 72);
+	assert_int_equal(po.tstate_base_frame, 80);
+	assert_int_equal(po.tstate_native_thread_id, 184);
+	assert_int_equal(po.frame_owner, 74);
+	assert_int_equal(po.frame_previous, 8);
+	assert_int_equal(po.frame_instr, 56);
+	assert_int_equal(po.code_filename, 112);
+	assert_int_equal(po.code_adaptive, 208);
+	/* Given by 3.15 itself (compactunicodeobject_size). */
+	assert_int_equal(po.compact_data_off, 56);
+}
+
+/* Refusals, on corrupted copies of the real 3.13 dump. Slots are u64
+ * indices in the 3.13 layout (pycore_runtime.h). */
+#define S313_IFRAME_SIZE	  28
+#define S313_IFRAME_OWNER	  33
+#define S313_TSTATE_CURRENT_FRAME 23
+#define S313_CODE_ARGCOUNT	  40
+
+static void expect_refusal(const uint8_t *b, size_t len, int code, const char *needle)
+{
+	struct diag d = {0};
+
+	assert_int_equal(py_offsets_from_debug(b, len, &po, &px, &d), -1);
+	if (d.code != code || !strstr(d.msg, needle))
+		fail_msg("want code %d and \"%s\", got code %d: %s", code, needle, d.code, d.msg);
+}
+
+static void put64(uint8_t *b, int slot, uint64_t v)
+{
+	memcpy(b + slot * 8, &v, 8);
+}
+
+static void test_debug_refusals(void **state)
+{
+	size_t len;
+	uint8_t *orig = blob(13, &len), *b = malloc(len);
+	struct diag d = {0};
+
+	(void)state;
+	assert_non_null(b);
+	/* Sanity of the slot numbers used below. */
+	assert_int_equal(memcmp(orig + S313_IFRAME_SIZE * 8, &(uint64_t){80}, 8), 0);
+	assert_int_equal(memcmp(orig + S313_IFRAME_OWNER * 8, &(uint64_t){70}, 8), 0);
+	assert_int_equal(memcmp(orig + S313_TSTATE_CURRENT_FRAME * 8, &(uint64_t){72}, 8), 0);
+	assert_int_equal(memcmp(orig + S313_CODE_ARGCOUNT * 8, &(uint64_t){52}, 8), 0);
+
+	memcpy(b, orig, len);
+	b[0] = 'X';
+	expect_refusal(b, len, EXIT_NOT_PYTHON, "cookie");
+
+	memcpy(b, orig, len);
+	put64(b, 2, 1);
+	expect_refusal(b, len, EXIT_UNSUPPORTED,
+		       "free-threaded build (Py_GIL_DISABLED) is not supported");
+
+	memcpy(b, orig, len);
+	put64(b, 1, 0x031000f0);
+	expect_refusal(b, len, EXIT_UNSUPPORTED, "Python 3.16 debug offsets layout unknown");
+
+	memcpy(b, orig, len);
+	put64(b, 1, 0x030d00c2);
+	expect_refusal(b, len, EXIT_UNSUPPORTED, "3.13.0rc2 is a pre-release");
+
+	memcpy(b, orig, len);
+	put64(b, 1, 0x030c01f0);
+	expect_refusal(b, len, EXIT_FAIL, "not a CPython 3.13+ version");
+
+	expect_refusal(orig, 583, EXIT_FAIL, "needs 584");
+	expect_refusal(orig, 16, EXIT_FAIL, "truncated");
+	expect_refusal(NULL, 0, EXIT_FAIL, "truncated");
+
+	memcpy(b, orig, len);
+	put64(b, S313_IFRAME_SIZE, 4096);
+	expect_refusal(b, len, EXIT_FAIL, "interpreter_frame.size = 4096 is implausible");
+
+	memcpy(b, orig, len);
+	put64(b, S313_IFRAME_SIZE, 0);
+	expect_refusal(b, len, EXIT_FAIL, "interpreter_frame.size = 0");
+
+	memcpy(b, orig, len);
+	put64(b, S313_IFRAME_OWNER, 80);
+	expect_refusal(b, len, EXIT_FAIL, "interpreter_frame.owner = 80 is past the end");
+
+	memcpy(b, orig, len);
+	put64(b, S313_TSTATE_CURRENT_FRAME, 1ull << 40);
+	expect_refusal(b, len, EXIT_FAIL, "thread_state.current_frame");
+
+	memcpy(b, orig, len);
+	put64(b, S313_CODE_ARGCOUNT, 60);
+	expect_refusal(b, len, EXIT_UNSUPPORTED, "code_object.argcount = 60");
+
+	/* And the intact copy still parses: the refusals came from the edits. */
+	memcpy(b, orig, len);
+	assert_int_equal(py_offsets_from_debug(b, len, &po, &px, &d), 0);
+	free(b);
+	free(orig);
+}
+
+static void expect_version_refusal(uint32_t hex, const char *needle)
+{
+	struct diag d = {0};
+
+	assert_int_equal(py_offsets_for_version(hex, &po, &px, &d), -1);
+	assert_int_equal(d.code, EXIT_UNSUPPORTED);
+	if (!strstr(d.msg, needle))
+		fail_msg("want \"%s\", got: %s", needle, d.msg);
+}
+
+static void test_version_refusals(void **state)
+{
+	struct diag d = {0};
+
+	(void)state;
+	expect_version_refusal(0x030710f0, "Python 3.7.16 is not supported");
+	expect_version_refusal(0x020712f0, "Python 2.7.18 is not supported");
+	expect_version_refusal(0x030d00f0, "_Py_DebugOffsets");
+	expect_version_refusal(0x031000f0, "Python 3.16.0 is not supported");
+	expect_version_refusal(0x030c00b1, "3.12.0b1 is a pre-release");
+	/* Any final micro release of a tabled minor shares its layout. */
+	assert_int_equal(py_offsets_for_version(0x030b02f0, &po, &px, &d), 0);
+	assert_int_equal(po.version_hex, 0x030b02f0);
+	assert_int_equal(po.frame_owner, 69);
+}
+
+static void test_version_str(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(py_version_str(0x030c01f0, buf, sizeof(buf)), "3.12.1");
+	assert_string_equal(py_version_str(0x030d00c2, buf, sizeof(buf)), "3.13.0rc2");
+	assert_string_equal(py_version_str(0x030e00a1, buf, sizeof(buf)), "3.14.0a1");
+	assert_string_equal(py_version_str(0x030f02b3, buf, sizeof(buf)), "3.15.2b3");
+	assert_string_equal(py_version_str(0x030b07f0, buf, 4), "3.1");
+}
+
+static void test_gil_addrs(void **state)
+{
+	struct diag d = {0};
+	uint64_t locked, holder;
+
+	(void)state;
+	assert_int_equal(py_offsets_for_version(0x030b07f0, &po, &px, &d), 0);
+	assert_int_equal(py_gil_addrs(&px, 0x1000, 0, &locked, &holder), 0);
+	assert_int_equal(locked, 0x1000 + 376);
+	assert_int_equal(holder, 0x1000 + 368);
+
+	assert_int_equal(py_offsets_for_version(0x030c01f0, &po, &px, &d), 0);
+	assert_int_equal(py_gil_addrs(&px, 0x1000, 0x7000, &locked, &holder), 0);
+	assert_int_equal(locked, 0x7000 + 16);
+	assert_int_equal(holder, 0x7000 + 8);
+	/* Per-interpreter GIL whose pointer could not be read: unknown. */
+	assert_int_equal(py_gil_addrs(&px, 0x1000, 0, &locked, &holder), -1);
+	assert_int_equal(locked, 0);
+	assert_int_equal(holder, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tables_match_measurement),
+	    cmocka_unit_test(test_version_properties),
+	    cmocka_unit_test(test_debug_313),
+	    cmocka_unit_test(test_debug_314),
+	    cmocka_unit_test(test_debug_315),
+	    cmocka_unit_test(test_debug_refusals),
+	    cmocka_unit_test(test_version_refusals),
+	    cmocka_unit_test(test_version_str),
+	    cmocka_unit_test(test_gil_addrs),
+	};
+
+	find_data_dir();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
