@@ -107,10 +107,12 @@ int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct 
 		     p->cfg.runtime_addr + p->cfg.off.runtime_interpreters_head))
 		return diag_errno(d, p->mem.last_errno, "pid %d: cannot read _PyRuntime at 0x%llx",
 				  pid, (unsigned long long)p->cfg.runtime_addr);
-	if (!interp)
+	if (!interp) {
+		p->not_initialised = 1;
 		return diag_set(d, EXIT_NOT_PYTHON,
 				"pid %d: the interpreter is not initialised (or already finalised)",
 				pid);
+	}
 	find_gil(p);
 	return 0;
 }

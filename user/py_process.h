@@ -23,6 +23,7 @@ struct py_process {
 	struct py_extra extra;
 	struct proc_config cfg;
 	struct mem_reader mem;
+	int not_initialised; /* failed only because no interpreter exists yet */
 };
 
 /* Locate, identify and configure. max_depth 0 means the default. Errors:

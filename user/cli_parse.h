@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* Parsers for the values users type, shared by every command's argp. */
+#ifndef CLI_PARSE_H
+#define CLI_PARSE_H
+
+#include <sys/types.h>
+
+/* "997", "10k", "10khz", "1.5kHz", "100hz", "2mhz" -> Hz. -1 if malformed. */
+double parse_rate_hz(const char *s);
+/* "1234" or "1,2,3" appended to pids (up to max). Returns the new count, -1
+ * if malformed. */
+int parse_pid_list(const char *s, pid_t *pids, int n, int max);
+/* Non-negative seconds, e.g. "2", "0.5". -1 if malformed. */
+double parse_seconds(const char *s);
+
+#endif /* CLI_PARSE_H */

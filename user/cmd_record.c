@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpfpy record: sample Python stacks inside the kernel and write a profile.
+ *
+ * The kernel does the walk (bpf/sampler.bpf.c, or bpf/wallclock.bpf.c for
+ * --clock wall); this file only drains the ring buffer at a steady pace,
+ * names frames through each target's code cache, and aggregates.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf_sampler.h"
+#include "cli_parse.h"
+#include "commands.h"
+#include "diag.h"
+#include "profile.h"
+#include "record_targets.h"
+#include "stack_reader.h"
+
+#define MAX_PIDS 256
+/* How often the ring buffer is drained and new processes are looked for. */
+#define POLL_MS	      20
+#define SCAN_EVERY_MS 250
+
+struct record_opts {
+	pid_t pids[MAX_PIDS];
+	int npids;
+	int all, children;
+	double rate_hz;
+	int poisson;
+	unsigned poisson_factor;
+	int wall, idle;
+	double duration; /* 0: until Ctrl-C */
+	const char *output, *format;
+	int threads, no_lines, force;
+	unsigned max_depth;
+	unsigned ringbuf_mb;
+	int verbose, quiet;
+};
+
+static const char doc[] =
+    "Sample the Python stacks of one or more processes inside the kernel and write a "
+    "profile.\v"
+    "CLOCKS. --clock cpu (default): a BPF perf_event program on the software cpu-clock of "
+    "every online CPU (exact period mode) walks the interrupted thread's frames while it is "
+    "not running; a thread is sampled RATE times per second of CPU it uses. --clock wall: "
+    "every thread of the targets, running or not, is snapshotted RATE times per second by a "
+    "sleepable BPF task iterator; threads not running are flagged idle and dropped unless "
+    "--idle.\n"
+    "POISSON. --poisson on the cpu clock runs the clock at K x RATE (K = --poisson-factor, "
+    "default 8) and keeps each tick with probability 1/K in the kernel: gaps between kept "
+    "ticks are geometric on the base period 1/(K x RATE), mean 1/RATE, coefficient of "
+    "variation sqrt(1-1/K) (0.94 for K=8), approaching the exponential law as K grows. On "
+    "the wall clock the snapshot times are drawn in user space with exponential gaps on an "
+    "absolute schedule (CV 1).\n"
+    "OUTPUT (-o FILE, -f FORMAT; format from the extension by default): collapsed (.folded, "
+    ".collapsed, .txt: root first, 'qualname (file:line)' frames, ';'-joined, then the "
+    "count), speedscope (.json), pprof (.pb.gz, .pprof: gzip'd profile.proto, sample types "
+    "samples/count and cpu|wall/nanoseconds), svg (.svg: interactive flame graph), raw "
+    "(.raw: one line per sample 'ts_ns pid tid cpu flags stack', stack leaf first). "
+    "Without -o, collapsed goes to stdout. Existing files are not overwritten without "
+    "--force.\n"
+    "SUMMARY (stderr, at the end): samples per process; ticks (clock ticks in a target "
+    "thread), kept (after Poisson thinning), emitted (records that reached user space), lost "
+    "(ring buffer full), errors by cause (a failed walk is counted, never drawn), truncated "
+    "(deeper than --max-depth, leaf part kept); effective rate = emitted samples / elapsed "
+    "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked.\n\n"
+    "EXAMPLES:\n"
+    "  sudo bpfpy record -p 1234 -d 10 -o profile.svg\n"
+    "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
+    "  sudo bpfpy record -a -d 30 --threads -o host.folded\n"
+    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n\n" EXIT_CODES_DOC;
+
+enum {
+	OPT_POISSON = 256,
+	OPT_POISSON_FACTOR,
+	OPT_CLOCK,
+	OPT_IDLE,
+	OPT_THREADS,
+	OPT_NO_LINES,
+	OPT_FORCE,
+	OPT_SUBPROCESSES,
+	OPT_MAX_DEPTH,
+	OPT_RINGBUF,
+};
+
+static const struct argp_option options[] = {
+    {"pid", 'p', "PID[,PID...]", 0, "Processes to sample (repeatable)", 0},
+    {"all", 'a', NULL, 0, "Every CPython process on the host, also those started later", 0},
+    {"subprocesses", OPT_SUBPROCESSES, NULL, 0, "Also sample descendants of the targets", 0},
+    {"rate", 'F', "RATE", 0, "Samples per second: 997, 10k, 10khz (default 1khz)", 0},
+    {"poisson", OPT_POISSON, NULL, 0, "Random (Poisson) sampling times, see below", 0},
+    {"poisson-factor", OPT_POISSON_FACTOR, "K", 0, "Base clock factor for --poisson (2..64)", 0},
+    {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
+    {"idle", OPT_IDLE, NULL, 0, "Wall clock: keep samples of threads not running", 0},
+    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at Ctrl-C)", 0},
+    {"output", 'o', "FILE", 0, "Write the profile here (default: collapsed on stdout)", 0},
+    {"format", 'f', "FORMAT", 0, "collapsed, speedscope, pprof, svg or raw", 0},
+    {"threads", OPT_THREADS, NULL, 0, "Keep threads apart (collapsed: pid:N;tid:N prefix)", 0},
+    {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
+    {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
+    {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024, default 1024)", 0},
+    {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0},
+    {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
+    {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
+    {0},
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct record_opts *o = state->input;
+	char *end;
+	long v;
+
+	switch (key) {
+	case 'p':
+		o->npids = parse_pid_list(arg, o->pids, o->npids, MAX_PIDS);
+		if (o->npids < 0)
+			argp_error(state, "invalid PID list '%s'", arg);
+		break;
+	case 'a':
+		o->all = 1;
+		break;
+	case OPT_SUBPROCESSES:
+		o->children = 1;
+		break;
+	case 'F':
+		o->rate_hz = parse_rate_hz(arg);
+		if (o->rate_hz <= 0 || o->rate_hz > 1e6)
+			argp_error(state, "invalid rate '%s' (e.g. 997, 10k, 10khz)", arg);
+		break;
+	case OPT_POISSON:
+		o->poisson = 1;
+		break;
+	case OPT_POISSON_FACTOR:
+		v = strtol(arg, &end, 10);
+		if (*end || v < 2 || v > 64)
+			argp_error(state, "--poisson-factor must be 2..64");
+		o->poisson_factor = (unsigned)v;
+		break;
+	case OPT_CLOCK:
+		if (!strcmp(arg, "wall"))
+			o->wall = 1;
+		else if (strcmp(arg, "cpu"))
+			argp_error(state, "--clock must be cpu or wall");
+		break;
+	case OPT_IDLE:
+		o->idle = 1;
+		break;
+	case 'd':
+		o->duration = parse_seconds(arg);
+		if (o->duration <= 0)
+			argp_error(state, "invalid duration '%s'", arg);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		if (strcmp(arg, "collapsed") && strcmp(arg, "speedscope") && strcmp(arg, "pprof") &&
+		    strcmp(arg, "svg") && strcmp(arg, "raw"))
+			argp_error(state, "unknown format '%s'", arg);
+		o->format = arg;
+		break;
+	case OPT_THREADS:
+		o->threads = 1;
+		break;
+	case OPT_NO_LINES:
+		o->no_lines = 1;
+		break;
+	case OPT_FORCE:
+		o->force = 1;
+		break;
+	case OPT_MAX_DEPTH:
+		v = strtol(arg, &end, 10);
+		if (*end || v < 1 || v > BPFPY_MAX_DEPTH)
+			argp_error(state, "--max-depth must be 1..%d", BPFPY_MAX_DEPTH);
+		o->max_depth = (unsigned)v;
+		break;
+	case OPT_RINGBUF:
+		v = strtol(arg, &end, 10);
+		if (*end || v < 1 || v > 1024)
+			argp_error(state, "--ringbuf-mb must be 1..1024");
+		o->ringbuf_mb = (unsigned)v;
+		break;
+	case 'q':
+		o->quiet = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!o->npids && !o->all)
+			argp_error(state, "give -p PID or -a");
+		if (o->idle && !o->wall)
+			argp_error(state, "--idle goes with --clock wall");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+struct rec_ctx {
+	struct record_opts *o;
+	struct target_set *ts;
+	struct profile *prof;
+	FILE *raw; /* streaming raw output, or NULL */
+	struct sym_frame *frames;
+	uint64_t samples, dropped_idle, errors, unknown_pid;
+	uint64_t err_by_cause[WALK_ERR__COUNT];
+};
+
+static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
+{
+	struct rec_ctx *c = arg;
+	struct rec_target *t = targets_find(c->ts, (pid_t)h->pid);
+	struct sym_sample s = {
+	    .ts_ns = h->ts_ns,
+	    .pid = h->pid,
+	    .tid = h->tid,
+	    .cpu = h->cpu,
+	    .flags = h->flags,
+	    .frames = c->frames,
+	};
+
+	if (!t) {
+		c->unknown_pid++;
+		return 0;
+	}
+	if (h->flags & SAMPLE_ERROR) {
+		c->errors++;
+		t->errors++;
+		c->err_by_cause[h->err < WALK_ERR__COUNT ? h->err : 0]++;
+		return 0;
+	}
+	if ((h->flags & SAMPLE_IDLE) && !c->o->idle) {
+		c->dropped_idle++;
+		t->idle++;
+		return 0;
+	}
+	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
+		code_cache_symbolize(t->cache, &frames[i], &c->frames[i]);
+	s.nframes = h->nframes;
+	t->samples++;
+	c->samples++;
+	if (c->raw)
+		raw_write_sample(c->raw, &s);
+	else
+		profile_add(c->prof, &s);
+	return 0;
+}
+
+/* Exponential gap with mean 1/rate, for wall-clock snapshots. */
+static double exp_gap(double rate)
+{
+	double u = (random() + 1.0) / ((double)RAND_MAX + 2.0);
+
+	return -log(u) / rate;
+}
+
+static void progress(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed)
+{
+	uint64_t cnt[CNT__COUNT];
+
+	if (bpf_sampler_counters(s, cnt))
+		return;
+	fprintf(stderr, "\r[%6.1fs] %llu samples, %.0f/s, %llu lost, %llu errors   ", elapsed,
+		(unsigned long long)c->samples, elapsed > 0 ? c->samples / elapsed : 0.0,
+		(unsigned long long)cnt[CNT_LOST], (unsigned long long)c->errors);
+}
+
+static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed)
+{
+	uint64_t cnt[CNT__COUNT];
+	const struct record_opts *o = c->o;
+
+	if (bpf_sampler_counters(s, cnt))
+		memset(cnt, 0, sizeof(cnt));
+	fprintf(stderr, "bpfpy record: %.2f s, clock %s, asked %.0f Hz%s\n", elapsed,
+		o->wall ? "wall" : "cpu", o->rate_hz,
+		o->poisson ? (o->wall ? " (Poisson, exponential gaps)"
+				      : " (Poisson: geometric gaps on a faster clock)")
+			   : "");
+	for (int i = 0; i < c->ts->n; i++) {
+		const struct rec_target *t = c->ts->t[i];
+
+		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
+			t->proc.pid, t->proc.comm, t->proc.version, (unsigned long long)t->samples,
+			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
+			t->exited ? " (exited)" : "");
+	}
+	fprintf(stderr,
+		"  ticks %llu, kept %llu, emitted %llu, lost %llu, no thread state %llu, "
+		"truncated %llu\n",
+		(unsigned long long)cnt[CNT_TICKS], (unsigned long long)cnt[CNT_KEPT],
+		(unsigned long long)cnt[CNT_EMITTED], (unsigned long long)cnt[CNT_LOST],
+		(unsigned long long)cnt[CNT_NO_PYTHON], (unsigned long long)cnt[CNT_TRUNCATED]);
+	for (int e = 1; e < WALK_ERR__COUNT; e++)
+		if (cnt[CNT_ERR_BASE + e])
+			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
+				(unsigned long long)cnt[CNT_ERR_BASE + e]);
+	if (o->wall && c->dropped_idle)
+		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
+			(unsigned long long)c->dropped_idle);
+	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
+	if (cnt[CNT_KEPT])
+		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",
+			cnt[CNT_COST_NS] / 1e3 / cnt[CNT_KEPT],
+			cnt[CNT_FRAMES] ? cnt[CNT_COST_NS] / 1e3 / cnt[CNT_FRAMES] : 0.0);
+	else
+		fprintf(stderr, "\n");
+}
+
+static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
+{
+	struct record_opts *o = c->o;
+	int tty = isatty(2) && !o->quiet;
+	double t0 = now_s(), last_scan = t0, last_progress = t0;
+	double next_snap = t0, deadline = o->duration > 0 ? t0 + o->duration : INFINITY;
+	struct diag d = {0};
+
+	while (!stop_requested) {
+		double now = now_s();
+		int wait_ms = POLL_MS;
+
+		if (now >= deadline)
+			break;
+		if (o->wall && now >= next_snap) {
+			if (bpf_sampler_snapshot(s, &d))
+				return diag_report(&d);
+			/* Absolute schedule: our own work never pushes it back. */
+			next_snap += o->poisson ? exp_gap(o->rate_hz) : 1.0 / o->rate_hz;
+			if (next_snap < now - 1.0) /* fell far behind: do not burst */
+				next_snap = now;
+		}
+		if (o->wall) {
+			double until = (next_snap - now_s()) * 1000;
+
+			wait_ms = until < 0 ? 0 : until < POLL_MS ? (int)until : POLL_MS;
+		}
+		bpf_sampler_poll(s, wait_ms, on_sample, c);
+		now = now_s();
+		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
+			targets_scan(c->ts);
+			if (!targets_reap(c->ts) && !o->all) {
+				if (!o->quiet)
+					fprintf(stderr, "%sbpfpy record: every target exited\n",
+						tty ? "\n" : "");
+				break;
+			}
+			last_scan = now;
+		}
+		if (tty && now - last_progress >= 0.5) {
+			progress(c, s, now - t0);
+			last_progress = now;
+		}
+	}
+	/* What the kernel wrote before we stopped still counts. */
+	while (bpf_sampler_poll(s, 0, on_sample, c) > 0)
+		;
+	if (tty)
+		fprintf(stderr, "\n");
+	if (!o->quiet)
+		summary(c, s, now_s() - t0);
+	return EXIT_OK;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = {.rate_hz = 1000};
+	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	struct target_set ts = {0};
+	struct bpf_sampler *s = NULL;
+	struct rec_ctx c = {.o = &o, .ts = &ts};
+	struct profile_out_opts po = {0};
+	struct out_file of = {0};
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct diag d = {0};
+	const char *format;
+	int ret = EXIT_OK;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return EXIT_USAGE;
+	format = o.format ? o.format : o.output ? profile_format_from_path(o.output) : "collapsed";
+	if (!format) {
+		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f\n",
+			o.output);
+		return EXIT_USAGE;
+	}
+	/* Refuse an unwritable or existing output before sampling anything. */
+	if (o.output && out_file_open(&of, o.output, o.force, &d))
+		return diag_report(&d);
+	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+	ts.max_depth = o.max_depth;
+	ts.all = o.all;
+	ts.children = o.children;
+	ts.verbose = o.verbose;
+	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
+	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.wall ? "wall" : "cpu");
+	if (!c.frames || !c.prof) {
+		diag_errno(&d, ENOMEM, "record");
+		ret = diag_report(&d);
+		goto out;
+	}
+	{
+		struct bpf_sampler_opts so = {
+		    .rate_hz = o.rate_hz,
+		    .poisson = o.poisson && !o.wall,
+		    .poisson_factor = o.poisson_factor,
+		    .ringbuf_mb = o.ringbuf_mb,
+		    .verbose = o.verbose,
+		    .wall = o.wall,
+		};
+
+		if (bpf_sampler_open(&s, &so, &d)) {
+			ret = diag_report(&d);
+			goto out;
+		}
+	}
+	ts.sampler = s;
+	for (int i = 0; i < o.npids; i++) {
+		if (targets_add(&ts, o.pids[i], &d)) {
+			ret = diag_report(&d);
+			goto out;
+		}
+	}
+	targets_scan(&ts);
+	if (bpf_sampler_start(s, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (!strcmp(format, "raw"))
+		c.raw = o.output ? of.f : stdout;
+	ret = record_loop(&c, s);
+	for (int i = 0; i < ts.n; i++)
+		profile_set_comm(c.prof, (uint32_t)ts.t[i]->proc.pid, ts.t[i]->proc.comm);
+	po.threads = o.threads;
+	po.no_lines = o.no_lines;
+	po.force = o.force;
+	if (ret == EXIT_OK && !c.raw) {
+		FILE *f = o.output ? of.f : stdout;
+		int err;
+
+		if (!strcmp(format, "collapsed"))
+			err = collapsed_write(f, c.prof, &po, &d);
+		else if (!strcmp(format, "speedscope"))
+			err = speedscope_write(f, c.prof, &po, &d);
+		else if (!strcmp(format, "pprof"))
+			err = pprof_write(f, c.prof, &po, &d);
+		else
+			err = svg_write(f, c.prof, &po, &d);
+		if (err)
+			ret = diag_report(&d);
+	}
+	if (o.output) {
+		if (ret == EXIT_OK && out_file_commit(&of, &d))
+			ret = diag_report(&d);
+		else if (ret != EXIT_OK)
+			out_file_abort(&of);
+		o.output = NULL;
+	} else {
+		fflush(stdout);
+	}
+out:
+	if (o.output)
+		out_file_abort(&of);
+	bpf_sampler_close(s);
+	targets_free(&ts);
+	profile_free(c.prof);
+	free(c.frames);
+	return ret;
+}

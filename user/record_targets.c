@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+#include "record_targets.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A process just started has no interpreter for a few milliseconds: it is
+ * retried on this many scans before being written off. */
+#define NOT_READY_TRIES 40
+
+unsigned long long proc_starttime(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	/* comm may hold spaces and parentheses: fields restart after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu",
+			 &v) != 1)
+		return 0;
+	return v;
+}
+
+static pid_t proc_ppid(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) != NULL)
+		sscanf(p + 2, "%*c %d", &ppid);
+	fclose(f);
+	return ppid;
+}
+
+struct rec_target *targets_find(struct target_set *ts, pid_t pid)
+{
+	for (int i = 0; i < ts->n; i++)
+		if (ts->t[i]->proc.pid == pid && !ts->t[i]->exited)
+			return ts->t[i];
+	return NULL;
+}
+
+int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
+{
+	struct rec_target *t;
+
+	if (targets_find(ts, pid))
+		return 0;
+	if (ts->n == ts->cap) {
+		int cap = ts->cap ? ts->cap * 2 : 16;
+		struct rec_target **nt = realloc(ts->t, cap * sizeof(*nt));
+
+		if (!nt)
+			return diag_errno(d, ENOMEM, "targets");
+		ts->t = nt;
+		ts->cap = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return diag_errno(d, ENOMEM, "targets");
+	if (py_process_open(&t->proc, pid, ts->max_depth, d))
+		goto fail;
+	if (t->proc.cfg.off.version_hex == 0)
+		t->proc.cfg.off.version_hex = t->proc.bin.version_hex;
+	t->starttime = proc_starttime(pid);
+	t->cache = code_cache_new(&t->proc.mem, &t->proc.cfg.off, 0);
+	if (!t->cache) {
+		diag_errno(d, ENOMEM, "pid %d: code cache", pid);
+		goto fail;
+	}
+	if (ts->sampler && bpf_sampler_add(ts->sampler, pid, &t->proc.cfg, d)) {
+		code_cache_free(t->cache);
+		goto fail;
+	}
+	ts->t[ts->n++] = t;
+	if (ts->verbose)
+		fprintf(stderr, "bpfpy: sampling pid %d (%s), CPython %s%s%s\n", pid, t->proc.comm,
+			t->proc.version, t->proc.bin.ns_note[0] ? ", " : "", t->proc.bin.ns_note);
+	return 0;
+fail:
+	/* The reader is inside t; keep the flag before freeing. */
+	if (t->proc.not_initialised)
+		d->code = EXIT_NOT_PYTHON, d->sys_errno = EAGAIN;
+	free(t);
+	return -1;
+}
+
+static struct seen_pid *seen_find(struct target_set *ts, pid_t pid, unsigned long long st)
+{
+	for (int i = 0; i < ts->nseen; i++)
+		if (ts->seen[i].pid == pid) {
+			if (ts->seen[i].starttime != st) { /* PID reused: forget */
+				ts->seen[i].starttime = st;
+				ts->seen[i].tries = 0;
+			}
+			return &ts->seen[i];
+		}
+	if (ts->nseen == ts->seen_cap) {
+		int cap = ts->seen_cap ? ts->seen_cap * 2 : 256;
+		struct seen_pid *ns = realloc(ts->seen, cap * sizeof(*ns));
+
+		if (!ns)
+			return NULL;
+		ts->seen = ns;
+		ts->seen_cap = cap;
+	}
+	ts->seen[ts->nseen] = (struct seen_pid){.pid = pid, .starttime = st};
+	return &ts->seen[ts->nseen++];
+}
+
+/* Is pid a descendant of a target (for --subprocesses)? */
+static int is_descendant(struct target_set *ts, pid_t pid)
+{
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		pid = proc_ppid(pid);
+		if (targets_find(ts, pid))
+			return 1;
+	}
+	return 0;
+}
+
+int targets_scan(struct target_set *ts)
+{
+	DIR *dir;
+	struct dirent *e;
+	int added = 0;
+	pid_t self = getpid();
+
+	if (!ts->all && !ts->children)
+		return 0;
+	dir = opendir("/proc");
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) != NULL) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+		unsigned long long st;
+		struct seen_pid *s;
+		struct diag d = {0};
+
+		if (*end || v <= 0 || v == self || targets_find(ts, (pid_t)v))
+			continue;
+		st = proc_starttime((pid_t)v);
+		s = seen_find(ts, (pid_t)v, st);
+		if (!s || s->tries < 0 || s->tries >= NOT_READY_TRIES)
+			continue;
+		if (!ts->all && !is_descendant(ts, (pid_t)v))
+			continue;
+		if (!targets_add(ts, (pid_t)v, &d)) {
+			added++;
+			continue;
+		}
+		/* Not Python (or not supported): never again, unless it was only
+		 * too young to have an interpreter yet. */
+		if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN)
+			s->tries++;
+		else
+			s->tries = -1;
+		if (ts->verbose && d.code == EXIT_UNSUPPORTED)
+			fprintf(stderr, "bpfpy: skipping %s\n", d.msg);
+	}
+	closedir(dir);
+	return added;
+}
+
+int targets_reap(struct target_set *ts)
+{
+	int alive = 0;
+
+	for (int i = 0; i < ts->n; i++) {
+		struct rec_target *t = ts->t[i];
+
+		if (t->exited)
+			continue;
+		if ((kill(t->proc.pid, 0) && errno == ESRCH) ||
+		    proc_starttime(t->proc.pid) != t->starttime) {
+			t->exited = 1;
+			if (ts->sampler)
+				bpf_sampler_remove(ts->sampler, t->proc.pid);
+			continue;
+		}
+		alive++;
+	}
+	return alive;
+}
+
+void targets_free(struct target_set *ts)
+{
+	for (int i = 0; i < ts->n; i++) {
+		code_cache_free(ts->t[i]->cache);
+		free(ts->t[i]);
+	}
+	free(ts->t);
+	free(ts->seen);
+	memset(ts, 0, sizeof(*ts));
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The set of processes a recording samples: given PIDs, their children
+ * (--subprocesses), or every CPython process on the host (-a), including
+ * ones that start while recording. Each target has its own version, layout
+ * and code-object cache, and is registered with the BPF sampler by PID.
+ */
+#ifndef RECORD_TARGETS_H
+#define RECORD_TARGETS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf_sampler.h"
+#include "code_cache.h"
+#include "diag.h"
+#include "py_process.h"
+
+struct rec_target {
+	struct py_process proc;
+	struct code_cache *cache;
+	unsigned long long starttime; /* /proc/PID/stat: tells a reused PID apart */
+	uint64_t samples, errors, idle;
+	int exited;
+};
+
+struct target_set {
+	struct rec_target **t;
+	int n, cap;
+	struct bpf_sampler *sampler;
+	unsigned max_depth;
+	int all;      /* -a: every CPython process */
+	int children; /* --subprocesses: descendants of the targets */
+	int verbose;
+	/* PIDs looked at and found not to be Python, so a scan skips them. */
+	struct seen_pid {
+		pid_t pid;
+		unsigned long long starttime;
+		int tries;
+	} * seen;
+	int nseen, seen_cap;
+};
+
+/* Add one PID given on the command line: errors are the caller's to report. */
+int targets_add(struct target_set *ts, pid_t pid, struct diag *d);
+/* Look for new processes (-a, --subprocesses); quietly skips non-Python ones.
+ * Returns how many were added. */
+int targets_scan(struct target_set *ts);
+/* Mark targets that exited (or whose PID was reused) and unregister them.
+ * Returns how many are still alive. */
+int targets_reap(struct target_set *ts);
+struct rec_target *targets_find(struct target_set *ts, pid_t pid);
+void targets_free(struct target_set *ts);
+
+unsigned long long proc_starttime(pid_t pid);
+
+#endif /* RECORD_TARGETS_H */
