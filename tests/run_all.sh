@@ -1,0 +1,53 @@
+#!/bin/bash
+# Runs every test: cmocka unit tests (binaries given as arguments), then the
+# root integration tests tests/integration/test_*.sh against every target
+# interpreter of scripts/targets.sh. Prints one closing line:
+#   "tests: N passed, N failed, N skipped"
+# A test script exits 0 (pass), 77 (skip, with its reason on stdout), else fail.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build}
+export OUT BPFPY="$PWD/$OUT/bpfpy"
+log_dir=$OUT/test-logs
+mkdir -p "$log_dir"
+pass=0 fail=0 skip=0
+failed=()
+
+run() { # name, command...
+	local name=$1 rc start
+	shift
+	start=$(date +%s.%N)
+	"$@" >"$log_dir/$name.log" 2>&1
+	rc=$?
+	local secs
+	secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+	case $rc in
+	0) pass=$((pass + 1)); printf 'PASS  %-40s %6ss\n' "$name" "$secs" ;;
+	77) skip=$((skip + 1)); printf 'SKIP  %-40s %s\n' "$name" "$(tail -n 1 "$log_dir/$name.log")" ;;
+	*) fail=$((fail + 1)); failed+=("$name"); printf 'FAIL  %-40s %6ss (rc %d)\n' "$name" "$secs" "$rc"
+	   sed 's/^/      | /' "$log_dir/$name.log" | tail -n 40 ;;
+	esac
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "tests: the integration tests need root (BPF, perf events, ptrace); run 'sudo make test'" >&2
+	exit 1
+fi
+echo "== provisioning target interpreters (scripts/targets.sh)"
+scripts/targets.sh > "$OUT/targets.txt" || { echo "no target interpreter found" >&2; exit 1; }
+sed 's/^/   /' "$OUT/targets.txt"
+export BPFPY_TARGETS="$PWD/$OUT/targets.txt"
+
+echo "== unit tests"
+for bin in "$@"; do
+	run "unit/$(basename "$bin")" "$bin"
+done
+echo "== integration tests (root)"
+for t in tests/integration/test_*.sh; do
+	[ -e "$t" ] || continue
+	run "integration/$(basename "$t" .sh)" bash "$t"
+done
+echo
+[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]} (logs in $log_dir/)"
+echo "tests: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
