@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Rules: every shipped snippets/NAME.rules parses, and hand-built stacks, true
+ * and false, get the verdicts the cases promise. Stacks are written root
+ * first here (as people read them) and reversed into the leaf-first arrays
+ * the sampler produces.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "diag.h"
+#include "rules.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PY38  0x030812f0u
+#define PY311 0x030b07f0u
+#define PY312 0x030c01f0u
+#define PY315 0x030f02f0u
+
+#define MAXF 1100
+
+static char snippets_dir[PATH_MAX];
+
+/* The snippets directory: $BPFPY_SNIPPETS, ./snippets (make runs tests from
+ * the repository), or ../../snippets from build/unit/test_rules. */
+static int find_snippets(void **state)
+{
+	const char *env = getenv("BPFPY_SNIPPETS");
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	(void)state;
+	if (env && !access(env, R_OK)) {
+		snprintf(snippets_dir, sizeof(snippets_dir), "%s", env);
+		return 0;
+	}
+	if (!access("snippets/flat_alternating.rules", R_OK)) {
+		snprintf(snippets_dir, sizeof(snippets_dir), "snippets");
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(snippets_dir, sizeof(snippets_dir), "%.*s/../../snippets",
+				 (int)(sizeof(snippets_dir) - 20), exe);
+			if (!access(snippets_dir, R_OK))
+				return 0;
+		}
+	}
+	fprintf(stderr, "test_rules: cannot find snippets/ (set BPFPY_SNIPPETS)\n");
+	return -1;
+}
+
+struct stack {
+	struct rule_frame f[MAXF];
+	char names[MAXF][64];
+	char files[MAXF][96];
+	int n;
+};
+
+/*
+ * Build a stack from "root ... leaf" items "name[@file][:line]"; a plain
+ * name is in the case's own file (own), given under a directory as a
+ * sampler would report it. "name*K" repeats a frame K times.
+ */
+static void build(struct stack *s, const char *own, const char *spec)
+{
+	char buf[4096], *save = NULL, *tok;
+	struct rule_frame root[MAXF];
+	int n = 0, i;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *star = strrchr(tok, '*'), *colon, *at;
+		int rep = 1, line = 0, k;
+
+		if (star && star[1] >= '0' && star[1] <= '9') {
+			rep = atoi(star + 1);
+			*star = '\0';
+		}
+		colon = strrchr(tok, ':');
+		if (colon) {
+			line = atoi(colon + 1);
+			*colon = '\0';
+		}
+		at = strchr(tok, '@');
+		if (at)
+			*at++ = '\0';
+		for (k = 0; k < rep; k++) {
+			assert_true(n < MAXF);
+			snprintf(s->names[n], sizeof(s->names[n]), "%s", tok);
+			snprintf(s->files[n], sizeof(s->files[n]), "%s%s",
+				 at && strchr(at, '/') ? "" : "/opt/cases/", at ? at : own);
+			root[n].line = line;
+			n++;
+		}
+	}
+	/* Reverse into leaf-first order, pointing at the stored strings. */
+	for (i = 0; i < n; i++) {
+		s->f[i].name = s->names[n - 1 - i];
+		s->f[i].file = s->files[n - 1 - i];
+		s->f[i].line = root[n - 1 - i].line;
+	}
+	s->n = n;
+}
+
+static struct rules *load_case(const char *name)
+{
+	char path[PATH_MAX + 64];
+	struct rules *r = NULL;
+	struct diag d = {0};
+
+	snprintf(path, sizeof(path), "%s/%s.rules", snippets_dir, name);
+	if (rules_load(path, &r, &d)) {
+		print_error("%s\n", d.msg);
+		fail();
+	}
+	return r;
+}
+
+/* Verdict of one stack; why (if not NULL) must occur in the reason. */
+static bool judge(struct rules *r, struct rules_state *st, const char *spec, int tid, unsigned ver,
+		  struct rule_verdict *v)
+{
+	static struct stack s;
+	char own[128];
+
+	snprintf(own, sizeof(own), "%s", rules_own_file(r));
+	build(&s, own, spec);
+	return rules_match(r, st, s.f, s.n, tid, ver, v);
+}
+
+#define POSSIBLE(r, st, spec, tid, ver)                                                            \
+	do {                                                                                       \
+		struct rule_verdict v_;                                                            \
+		if (!judge(r, st, spec, tid, ver, &v_)) {                                          \
+			print_error("expected possible: %s\n  got: %s\n", spec, v_.why);           \
+			fail();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+#define IMPOSSIBLE(r, st, spec, tid, ver, because)                                                 \
+	do {                                                                                       \
+		struct rule_verdict v_;                                                            \
+		if (judge(r, st, spec, tid, ver, &v_)) {                                           \
+			print_error("expected impossible: %s\n", spec);                            \
+			fail();                                                                    \
+		}                                                                                  \
+		if (!strstr(v_.why, because)) {                                                    \
+			print_error("%s\n  why: '%s', expected it to say '%s'\n", spec, v_.why,    \
+				    because);                                                      \
+			fail();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+static void test_all_shipped_rules_parse(void **state)
+{
+	DIR *dir = opendir(snippets_dir);
+	struct dirent *e;
+	int n = 0;
+
+	(void)state;
+	assert_non_null(dir);
+	while ((e = readdir(dir))) {
+		size_t len = strlen(e->d_name);
+		char path[PATH_MAX + 300], py[PATH_MAX + 300];
+		struct rules *r = NULL;
+		struct diag d = {0};
+
+		if (len < 7 || strcmp(e->d_name + len - 6, ".rules"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", snippets_dir, e->d_name);
+		if (rules_load(path, &r, &d)) {
+			print_error("%s\n", d.msg);
+			fail();
+		}
+		/* Every rules file has its snippet beside it. */
+		snprintf(py, sizeof(py), "%s/%.*s.py", snippets_dir, (int)(len - 6), e->d_name);
+		assert_int_equal(access(py, R_OK), 0);
+		assert_string_equal(strrchr(py, '/') + 1, rules_own_file(r));
+		rules_free(r);
+		n++;
+	}
+	closedir(dir);
+	/* The twelve cases of the original and our five. */
+	assert_true(n >= 17);
+}
+
+static void test_flat_alternating(void **state)
+{
+	struct rules *r = load_case("flat_alternating");
+
+	(void)state;
+	assert_true(rules_has_checks(r, PY312));
+	assert_false(rules_has_families(r));
+	POSSIBLE(r, NULL, "<module>:24 main:18", 1, PY312);
+	POSSIBLE(r, NULL, "<module>:24 main:18 hot_a:12 leaf_a:10", 1, PY312);
+	POSSIBLE(r, NULL, "<module>:24 main:19 hot_b:13 leaf_b:11", 1, PY38);
+	POSSIBLE(r, NULL, "<module>:24 main:19 hot_b:13", 1, PY315);
+	/* Families mixed, by the deny rule. */
+	IMPOSSIBLE(r, NULL, "<module> main hot_a:12 hot_b:13 leaf_b:11", 1, PY312,
+		   "a and b families mixed");
+	/* A leaf under the other family's parent: no allow rule fits, and the
+	 * report says where it stopped fitting. */
+	IMPOSSIBLE(r, NULL, "<module> main hot_a:12 leaf_b:11", 1, PY312, "leaf_b:11");
+	/* A leaf without its hot parent. */
+	IMPOSSIBLE(r, NULL, "<module> main leaf_a:10", 1, PY312, "matches no allow rule");
+	/* A one-line function on another line. */
+	IMPOSSIBLE(r, NULL, "<module> main hot_a:12 leaf_a:11", 1, PY312, "leaf_a:11");
+	IMPOSSIBLE(r, NULL, "<module> main hot_a:13", 1, PY312, "no allow");
+	/* The right names in a foreign file are not our functions. */
+	IMPOSSIBLE(r, NULL, "<module> main hot_a:12 leaf_a@other.py:10", 1, PY312, "other.py");
+	/* An empty stack is not a stack of this program either. */
+	IMPOSSIBLE(r, NULL, "", 1, PY312, "no allow");
+	rules_free(r);
+}
+
+static void test_nested_alternating(void **state)
+{
+	struct rules *r = load_case("nested_alternating");
+
+	(void)state;
+	POSSIBLE(r, NULL, "<module> main a_parent a_leaf burn_a", 1, PY311);
+	POSSIBLE(r, NULL, "<module> main b_parent", 1, PY311);
+	/* Non-contiguous: a_leaf lost. */
+	IMPOSSIBLE(r, NULL, "<module> main a_parent burn_a", 1, PY311, "no allow");
+	/* Wrong order. */
+	IMPOSSIBLE(r, NULL, "<module> main a_leaf a_parent burn_a", 1, PY311, "no allow");
+	/* Both families. */
+	IMPOSSIBLE(r, NULL, "<module> main a_parent b_leaf burn_b", 1, PY311, "no allow");
+	/* The root lost. */
+	IMPOSSIBLE(r, NULL, "main a_parent a_leaf burn_a", 1, PY311, "no allow");
+	rules_free(r);
+}
+
+static void test_deep_recursion(void **state)
+{
+	struct rules *r = load_case("deep_recursion");
+
+	(void)state;
+	/* a(300) -> ... -> a(0) -> leaf: exactly 301 frames of a. */
+	POSSIBLE(r, NULL, "<module> main a*301 leaf", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main b*301 leaf", 1, PY38);
+	/* Descending: any count 1..301. */
+	POSSIBLE(r, NULL, "<module> main a*1", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main a*150", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main a*301", 1, PY312);
+	/* One frame lost in the middle. */
+	IMPOSSIBLE(r, NULL, "<module> main a*300 leaf", 1, PY312, "no allow");
+	/* One too many. */
+	IMPOSSIBLE(r, NULL, "<module> main a*302", 1, PY312, "no allow");
+	IMPOSSIBLE(r, NULL, "<module> main a*302 leaf", 1, PY312, "no allow");
+	/* Both recursions in one stack. */
+	IMPOSSIBLE(r, NULL, "<module> main a*100 b*201 leaf", 1, PY312, "a and b in one stack");
+	IMPOSSIBLE(r, NULL, "<module> main b*3 a*2", 1, PY312, "a and b in one stack");
+	rules_free(r);
+}
+
+static void test_shared_leaf_lines(void **state)
+{
+	struct rules *r = load_case("shared_leaf");
+
+	(void)state;
+	/* Short branch (15-16) under a_wrapper, long one (12-13) under b. */
+	POSSIBLE(r, NULL, "<module> main a_wrapper:20 shared_leaf:16", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main a_wrapper:20 shared_leaf:10", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main b_wrapper:21 shared_leaf:13", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main b_wrapper:21 shared_leaf:17", 1, PY38);
+	IMPOSSIBLE(r, NULL, "<module> main a_wrapper:20 shared_leaf:13", 1, PY312,
+		   "long branch under a_wrapper");
+	IMPOSSIBLE(r, NULL, "<module> main a_wrapper:20 shared_leaf:12", 1, PY312,
+		   "long branch under a_wrapper");
+	IMPOSSIBLE(r, NULL, "<module> main b_wrapper:21 shared_leaf:15", 1, PY312,
+		   "short branch under b_wrapper");
+	/* A parent that is not a wrapper. */
+	IMPOSSIBLE(r, NULL, "<module> main shared_leaf:13", 1, PY312, "no allow");
+	/* Both wrappers. */
+	IMPOSSIBLE(r, NULL, "<module> main a_wrapper:20 b_wrapper:21 shared_leaf:13", 1, PY312,
+		   "no allow");
+	/* A wrapper on a line other than its own. */
+	IMPOSSIBLE(r, NULL, "<module> main a_wrapper:21 shared_leaf:16", 1, PY312, "no allow");
+	rules_free(r);
+}
+
+static void test_per_thread_families(void **state)
+{
+	struct rules *r = load_case("per_thread_truth");
+	struct rules_state *st = rules_state_new();
+	struct rule_verdict v;
+	const char *boot = "_bootstrap@threading.py _bootstrap_inner@threading.py run@threading.py";
+	char alpha[256], beta[256], boot_only[256];
+
+	(void)state;
+	assert_true(rules_has_families(r));
+	snprintf(alpha, sizeof(alpha), "%s alpha_loop alpha_two spin", boot);
+	snprintf(beta, sizeof(beta), "%s beta_loop beta_one spin", boot);
+	snprintf(boot_only, sizeof(boot_only), "%s", boot);
+
+	/* 3.11+ qualnames ("Thread.run") match the bare names of the rules. */
+	assert_true(judge(r, st,
+			  "Thread._bootstrap@threading.py Thread._bootstrap_inner@threading.py "
+			  "Thread.run@threading.py alpha_loop alpha_one",
+			  101, PY312, &v));
+	assert_string_equal(v.family, "alpha");
+	assert_true(judge(r, st, alpha, 101, PY312, &v));
+	assert_true(judge(r, st, beta, 102, PY312, &v));
+	assert_string_equal(v.family, "beta");
+	assert_true(judge(r, st, "<module> main", 100, PY312, &v));
+	assert_string_equal(v.family, "main");
+
+	/* Thread 101 showing beta's stack: a stack given the wrong thread. */
+	IMPOSSIBLE(r, st, beta, 101, PY312, "family 'alpha' but shows a stack of family 'beta'");
+	IMPOSSIBLE(r, st, "<module> main", 102, PY312, "family 'beta'");
+	/* The failed stacks did not move the threads. */
+	assert_true(judge(r, st, alpha, 101, PY312, &v));
+
+	/* Bootstrap frames only: possible, and binds nothing... */
+	assert_true(judge(r, st, boot_only, 103, PY312, &v));
+	assert_null(v.family);
+	/* ...so 103 binds on its first family stack, then keeps it. */
+	assert_true(judge(r, st, beta, 103, PY312, &v));
+	assert_string_equal(v.family, "beta");
+	IMPOSSIBLE(r, st, alpha, 103, PY312, "family 'beta'");
+
+	/* Stacks no family allows. */
+	IMPOSSIBLE(r, st, "_bootstrap@threading.py alpha_loop beta_two spin", 104, PY312,
+		   "alpha and beta in one stack");
+	IMPOSSIBLE(r, st, "<module> main alpha_one", 105, PY312, "no allow");
+
+	/* A new run: thread ids are reused by the next process. */
+	rules_state_reset(st);
+	assert_true(judge(r, st, beta, 101, PY312, &v));
+	assert_string_equal(v.family, "beta");
+	rules_state_free(st);
+	rules_free(r);
+}
+
+static void test_inlined_comprehension_versions(void **state)
+{
+	struct rules *r = load_case("inlined_comprehension");
+
+	(void)state;
+	/* 3.12+: inlined, square directly on build. */
+	POSSIBLE(r, NULL, "<module> main build square", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main build square", 1, PY315);
+	IMPOSSIBLE(r, NULL, "<module> main build <listcomp> square", 1, PY312,
+		   "inlined comprehension shown as a frame");
+	/* Up to 3.11: a frame of its own (co_name, or the 3.11 qualname). */
+	POSSIBLE(r, NULL, "<module> main build <listcomp> square", 1, PY38);
+	POSSIBLE(r, NULL, "<module> main build build.<locals>.<listcomp> square", 1, PY311);
+	IMPOSSIBLE(r, NULL, "<module> main build square", 1, PY311,
+		   "comprehension frame missing before 3.12");
+	IMPOSSIBLE(r, NULL, "<module> main build square", 1, PY38, "comprehension frame missing");
+	/* Generator expressions stay frames everywhere. */
+	POSSIBLE(r, NULL, "<module> main total total.<locals>.<genexpr>", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main total <genexpr>", 1, PY38);
+	rules_free(r);
+}
+
+static void test_files_and_globs(void **state)
+{
+	struct rules *r = load_case("code_object_reuse");
+	struct rules *c = load_case("c_call_leaves");
+	struct rules *o = load_case("oversized_chunk");
+
+	(void)state;
+	POSSIBLE(r, NULL, "<module> main:36 func_a@A_file.py:5", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main:38 load <module>@B_file.py", 1, PY312);
+	IMPOSSIBLE(r, NULL, "<module> main:36 func_a@B_file.py:5", 1, PY312,
+		   "a function with the other's file");
+	IMPOSSIBLE(r, NULL, "<module> main:39 func_a@A_file.py:5", 1, PY312,
+		   "func_a under func_b's call line");
+
+	/* Path globs with a directory: json's files, not any __init__.py. */
+	POSSIBLE(c, NULL,
+		 "<module> main encode_leaf dumps@/usr/lib/python3.12/json/__init__.py "
+		 "encode@/usr/lib/python3.12/json/encoder.py to_json",
+		 1, PY312);
+	IMPOSSIBLE(c, NULL,
+		   "<module> main subst_leaf sub@/usr/lib/python3.12/json/__init__.py repl", 1,
+		   PY312, "json under subst_leaf");
+	POSSIBLE(c, NULL, "<module> main subst_leaf sub@/usr/lib/python3.12/re/__init__.py", 1,
+		 PY312);
+	IMPOSSIBLE(c, NULL, "<module> main encode_leaf dumps@/usr/lib/json/__init__.py repl", 1,
+		   PY312, "repl under encode_leaf");
+
+	POSSIBLE(o, NULL, "<module> main a_outer@a.py a_inner@a.py a_hot@a.py", 1, PY312);
+	IMPOSSIBLE(o, NULL, "<module> main a_outer@a.py b_inner@a.py", 1, PY312,
+		   "a.py carrying a b function");
+	IMPOSSIBLE(o, NULL, "<module> main a_outer@a.py a_inner@a.py b_hot@b.py", 1, PY312,
+		   "both families in one stack");
+	rules_free(r);
+	rules_free(c);
+	rules_free(o);
+}
+
+static void test_expect_truth_and_no_rules(void **state)
+{
+	struct rules *g = load_case("ground_truth"), *b = load_case("basic");
+	const struct rule_truth *t[8];
+	const struct rule_expect *e[8];
+	static struct stack s;
+
+	(void)state;
+	assert_int_equal(rules_truths(g, PY312, t, 8), 3);
+	assert_string_equal(t[0]->key, "phase_a");
+	assert_string_equal(t[2]->key, "phase_c");
+	build(&s, "ground_truth.py", "<module> main phase_b spin");
+	assert_int_equal(rules_truth_classify(g, PY312, s.f, s.n), 1);
+	build(&s, "ground_truth.py", "<module> main");
+	assert_int_equal(rules_truth_classify(g, PY312, s.f, s.n), -1);
+	assert_int_equal(rules_expects(g, PY312, e, 8), 3);
+	assert_string_equal(e[2]->what, "phase_c");
+	assert_true(e[2]->share > 0.5 && e[2]->tol > 0);
+	build(&s, "ground_truth.py", "<module> main phase_c spin");
+	assert_true(rules_expect_hit(g, e[2], s.f, s.n));
+	assert_false(rules_expect_hit(g, e[0], s.f, s.n));
+
+	/* No rules: every stack possible, distribution only. */
+	assert_false(rules_has_checks(b, PY312));
+	POSSIBLE(b, NULL, "anything@anywhere.py at_all", 1, PY312);
+	assert_int_equal(rules_expects(b, PY312, e, 8), 0);
+	rules_free(g);
+	rules_free(b);
+}
+
+/* Each malformed text must fail at the given line, saying what it wanted. */
+static void test_malformed(void **state)
+{
+	static const struct {
+		const char *text;
+		int line;
+		const char *says;
+	} bad[] = {
+	    {"allow main\nfrobnicate x\n", 2, "unknown directive 'frobnicate'"},
+	    {"allow a{3,1}\n", 1, "expected {m}, {m,} or {m,n}"},
+	    {"allow a{x}\n", 1, "bad repetition"},
+	    {"allow a}\n", 1, "'}' without '{'"},
+	    {"allow a:x\n", 1, "bad line list in 'a:x'"},
+	    {"allow a:5-3\n", 1, "N-M (N <= M)"},
+	    {"allow a:\n", 1, "expected line numbers after ':'"},
+	    {"allow a@\n", 1, "name@file"},
+	    {"allow ~:3\n", 1, "take no file or lines"},
+	    {"# ok\n\nallow [unterminated a b\n", 3, "unterminated label"},
+	    {"deny\n", 1, "expected a pattern"},
+	    {"allow [label only]\n", 1, "empty pattern"},
+	    {"if python >= 3\nallow a\nendif\n", 1, "bad version '3'"},
+	    {"if python ~ 3.12\nendif\n", 1, "unknown operator '~'"},
+	    {"if ruby >= 3.12\n", 1, "expected 'if python OP X.Y'"},
+	    {"if python >= 3.12\nallow a\n", 2, "end of file inside 'if'"},
+	    {"else\n", 1, "'else' without 'if'"},
+	    {"if python < 3.12\nelse\nelse\nendif\n", 3, "second 'else'"},
+	    {"endif\n", 1, "'endif' without 'if'"},
+	    {"end\n", 1, "'end' outside a family"},
+	    {"family\n", 1, "expected 'family NAME'"},
+	    {"family a\nfamily b\n", 2, "close it with 'end'"},
+	    {"expect hot_a 1.5\n", 1, "share '1.5' is not a number in [0, 1]"},
+	    {"expect hot_a\n", 1, "expected 'expect FRAME SHARE"},
+	    {"expect hot_a 0.5 tolerance 0.1\n", 1, "expected 'tol TOL'"},
+	    {"expect * 0.5\n", 1, "not a wildcard"},
+	    {"family x\nexpect a 0.5\n", 2, "expectations are per case"},
+	    {"truth\n", 1, "expected 'truth KEY [FRAME]'"},
+	    {"truth a b c\n", 1, "unexpected 'c'"},
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rules *r = (struct rules *)1;
+		struct diag d = {0};
+		char where[64];
+
+		snprintf(where, sizeof(where), "bad.rules:%d: ", bad[i].line);
+		if (rules_parse(bad[i].text, "bad.rules", "bad.py", &r, &d) == 0) {
+			print_error("accepted: %s", bad[i].text);
+			fail();
+		}
+		assert_null(r);
+		assert_int_equal(d.code, EXIT_USAGE);
+		if (strncmp(d.msg, where, strlen(where)) || !strstr(d.msg, bad[i].says)) {
+			print_error("for %s  got '%s'\n  want '%s...%s'\n", bad[i].text, d.msg,
+				    where, bad[i].says);
+			fail();
+		}
+	}
+}
+
+static void test_load_errors(void **state)
+{
+	struct rules *r = NULL;
+	struct diag d = {0};
+	char path[] = "/tmp/bpfpy-rules-XXXXXX";
+	char named[sizeof(path) + 16];
+	const char *text = "allow <module> main\nallow <module> main hot{2,\n";
+	int fd;
+
+	(void)state;
+	assert_int_equal(rules_load("/nonexistent/case.rules", &r, &d), -1);
+	assert_int_equal(d.code, EXIT_USAGE);
+	assert_non_null(strstr(d.msg, "/nonexistent/case.rules"));
+
+	assert_int_equal(rules_load("/etc/hostname", &r, &d), -1);
+	assert_non_null(strstr(d.msg, "<case>.rules"));
+
+	/* A real file with an error on line 2: the message names file:2. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(named, sizeof(named), "%s.rules", path);
+	assert_int_equal(rename(path, named), 0);
+	{
+		FILE *f = fopen(named, "w");
+
+		assert_non_null(f);
+		fputs(text, f);
+		fclose(f);
+	}
+	assert_int_equal(rules_load(named, &r, &d), -1);
+	{
+		char want[sizeof(named) + 8];
+
+		snprintf(want, sizeof(want), "%s:2: ", named);
+		assert_int_equal(strncmp(d.msg, want, strlen(want)), 0);
+	}
+	unlink(named);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_all_shipped_rules_parse),
+	    cmocka_unit_test(test_flat_alternating),
+	    cmocka_unit_test(test_nested_alternating),
+	    cmocka_unit_test(test_deep_recursion),
+	    cmocka_unit_test(test_shared_leaf_lines),
+	    cmocka_unit_test(test_per_thread_families),
+	    cmocka_unit_test(test_inlined_comprehension_versions),
+	    cmocka_unit_test(test_files_and_globs),
+	    cmocka_unit_test(test_expect_truth_and_no_rules),
+	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_load_errors),
+	};
+
+	return cmocka_run_group_tests(tests, find_snippets, NULL);
+}
