@@ -19,8 +19,12 @@
  * leader while other threads of its group are unreaped zombies -- and a
  * traced thread stays a zombie until its tracer reaps it.
  *
- * No PTRACE_O_TRACEEXIT: an exit stop would hold every exiting thread until
- * the next sample. Exits are seen as exit statuses instead.
+ * PTRACE_O_TRACEEXIT on the leader only. An exit stop holds the thread until
+ * the next sample, so other threads' exits are seen as exit statuses instead.
+ * But a leader that calls pthread_exit while other threads live becomes a
+ * zombie that is never reported and that PTRACE_INTERRUPT does not stop (its
+ * thread pidfd does not even poll readable): waiting for it would hang. Its
+ * exit stop tells us it is going, so it is never waited for again.
  */
 #include "ptrace_stop.h"
 
@@ -46,6 +50,10 @@ enum {
 };
 
 #define ATTACH_MAX_PASSES 1000
+
+/* Only the leader reports its exit as a stop (see the top of the file). */
+#define OPTS_THREAD PTRACE_O_TRACECLONE
+#define OPTS_LEADER (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT)
 
 static uint64_t now_ns(void)
 {
@@ -159,6 +167,26 @@ static long proc_status_field(pid_t pid, pid_t tid, const char *field)
 	return v;
 }
 
+/* Is /proc's state letter of the thread Z or X (or is it gone)? */
+static int thread_dead(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static int has_cap_sys_ptrace(void)
 {
 	char line[256];
@@ -251,7 +279,9 @@ static int seize_pass(struct stopper *s, struct diag *d)
 
 		if (tid <= 0 || find_thread(s, tid) >= 0)
 			continue;
-		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACECLONE) == 0) {
+		long opts = tid == s->pid ? OPTS_LEADER : OPTS_THREAD;
+
+		if (ptrace(PTRACE_SEIZE, tid, 0, (void *)opts) == 0) {
 			if (add_thread(s, tid, T_RUNNING, d))
 				goto fail;
 			added++;
@@ -263,6 +293,10 @@ static int seize_pass(struct stopper *s, struct diag *d)
 			diag_errno(d, errno, "pid %d: PTRACE_SEIZE of thread %d", s->pid, tid);
 			goto fail;
 		}
+		/* An exited thread cannot be traced; a leader that called
+		 * pthread_exit stays in the listing as a zombie for good. */
+		if (thread_dead(s->pid, tid))
+			continue;
 		/* A thread created by one we already hold is attached by the kernel
 		 * (TRACECLONE) and refuses a second seize: it is ours. */
 		tracer = proc_status_field(s->pid, tid, "TracerPid");
@@ -342,7 +376,11 @@ static int absorb(struct stopper *s, int i, int status, struct diag *d)
 		return 0; /* WIFCONTINUED: not asked for, cannot happen */
 	sig = WSTOPSIG(status);
 	event = status >> 16;
+	/* Threads the leader creates inherit its PTRACE_O_TRACEEXIT. */
+	if (t->state == T_NEW && t->tid != s->pid)
+		ptrace(PTRACE_SETOPTIONS, t->tid, 0, (void *)(long)OPTS_THREAD);
 	t->state = T_STOPPED;
+	t->exiting = 0;
 	t->pending_sig = 0;
 	t->group_stop = 0;
 	if (event == PTRACE_EVENT_CLONE) {
@@ -362,6 +400,8 @@ static int absorb(struct stopper *s, int i, int status, struct diag *d)
 			t->group_stop = 1;
 			s->group_stops++;
 		}
+	} else if (event == PTRACE_EVENT_EXIT) {
+		t->exiting = 1; /* no stack worth reading: not a sample thread */
 	} else if (event == 0) {
 		t->pending_sig = sig; /* signal-delivery stop: hand it back later */
 	}
@@ -374,35 +414,6 @@ static int wait_thread(struct stopper *s, int i, struct diag *d)
 	pid_t tid = s->threads[i].tid;
 	int status;
 
-	if (tid == s->pid) {
-		/* A leader that died alone (pthread_exit) is a zombie the
-		 * kernel will not report while other threads live: waiting
-		 * for it would hang. */
-		pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
-
-		if (r == tid)
-			return absorb(s, i, status, d);
-		if (r == 0) {
-			char path[64], buf[512], *p;
-			ssize_t n = -1;
-			FILE *f;
-
-			snprintf(path, sizeof(path), "/proc/%d/stat", tid);
-			f = fopen(path, "re");
-			if (f) {
-				n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-				fclose(f);
-			}
-			if (n > 0) {
-				buf[n] = 0;
-				p = strrchr(buf, ')');
-				if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')) {
-					s->threads[i].state = T_ZOMBIE;
-					return 0;
-				}
-			}
-		}
-	}
 	for (;;) {
 		pid_t r = waitpid(tid, &status, __WALL);
 
@@ -420,29 +431,59 @@ static int wait_thread(struct stopper *s, int i, struct diag *d)
 	}
 }
 
-/* Drops reaped threads. Signals are blocked because the handler reads the
- * array; moving entries while it detaches them could skip one. */
+/* Drops reaped threads and puts the sample threads first, so that callers
+ * index [0, stopper_count) and see only threads with a stack; a leader in its
+ * exit stop or dead goes after them. Signals are blocked because the handler
+ * reads the array; moving entries while it detaches them could skip one. */
 static void compact(struct stopper *s)
 {
+	struct stopper_thread *t = s->threads, tmp;
+	int j = 0, k = 0;
 	sigset_t old;
-	int j = 0;
 
 	block_fatal(&old);
 	for (int i = 0; i < s->nthreads; i++)
-		if (s->threads[i].state != T_GONE)
-			s->threads[j++] = s->threads[i];
-	s->nthreads = j;
+		if (t[i].state != T_GONE)
+			t[k++] = t[i];
+	s->nthreads = k;
+	for (int i = 0; i < k; i++) {
+		if (t[i].state == T_STOPPED && !t[i].exiting) {
+			tmp = t[j];
+			t[j++] = t[i];
+			t[i] = tmp;
+		}
+	}
+	s->nstopped = j;
 	unblock_fatal(&old);
 }
 
-static int live_threads(const struct stopper *s)
+/* Continues a thread from its exit stop; it cannot run user code again. */
+static void let_exit(struct stopper *s, struct stopper_thread *t)
 {
-	int n = 0;
+	ptrace(PTRACE_CONT, t->tid, 0, 0);
+	t->exiting = 0;
+	t->state = t->tid == s->pid ? T_ZOMBIE : T_RUNNING;
+}
 
-	for (int i = 0; i < s->nthreads; i++)
-		if (s->threads[i].state == T_STOPPED)
-			n++;
-	return n;
+/* Every other thread is gone: let the leader finish dying and reap it, so
+ * that its real parent can (a traced zombie waits for its tracer). Safe to
+ * block: with an empty group the leader's exit is reported at once. */
+static void reap_leader(struct stopper *s)
+{
+	for (int i = 0; i < s->nthreads; i++) {
+		struct stopper_thread *t = &s->threads[i];
+		int status;
+
+		if (t->state == T_STOPPED && t->exiting)
+			let_exit(s, t);
+		if (t->state == T_ZOMBIE) {
+			while (waitpid(t->tid, &status, __WALL) < 0 && errno == EINTR)
+				;
+			t->state = T_GONE;
+			s->threads_dropped++;
+		}
+	}
+	compact(s);
 }
 
 int stopper_stop(struct stopper *s, struct diag *d)
@@ -462,9 +503,16 @@ int stopper_stop(struct stopper *s, struct diag *d)
 		int status;
 		pid_t r;
 
-		if (t->state == T_GONE || t->state == T_ZOMBIE || t->state == T_STOPPED)
+		if (t->state == T_GONE || t->state == T_STOPPED)
 			continue;
 		r = waitpid(t->tid, &status, __WALL | WNOHANG);
+		if (t->state == T_ZOMBIE) {
+			if (r == t->tid || (r < 0 && errno == ECHILD)) {
+				t->state = T_GONE;
+				s->threads_dropped++;
+			}
+			continue;
+		}
 		if (r == t->tid) {
 			if (absorb(s, i, status, d))
 				return -1;
@@ -505,8 +553,8 @@ again:
 		}
 	}
 	compact(s);
-	if (live_threads(s) == 0) {
-		s->nthreads = 0;
+	if (s->nstopped == 0) {
+		reap_leader(s);
 		return diag_set(d, EXIT_NO_PROCESS, "pid %d exited", s->pid);
 	}
 	s->stopped = 1;
@@ -527,6 +575,10 @@ int stopper_resume(struct stopper *s, struct diag *d)
 
 		if (t->state != T_STOPPED)
 			continue;
+		if (t->exiting) {
+			let_exit(s, t);
+			continue;
+		}
 		/* PTRACE_CONT would wake a thread out of a group stop the user
 		 * asked for (kill -STOP); LISTEN keeps it stopped yet lets a
 		 * later SIGCONT through. */
@@ -576,24 +628,24 @@ void stopper_detach(struct stopper *s)
 	registry_remove(s);
 	free(s->threads);
 	s->threads = NULL;
-	s->nthreads = s->cap = 0;
+	s->nthreads = s->cap = s->nstopped = 0;
 	s->stopped = 0;
 	unblock_fatal(&old);
 }
 
 int stopper_count(const struct stopper *s)
 {
-	return s->nthreads;
+	return s->stopped ? s->nstopped : 0;
 }
 
 pid_t stopper_tid(const struct stopper *s, int i)
 {
-	return (i >= 0 && i < s->nthreads) ? s->threads[i].tid : 0;
+	return (i >= 0 && i < stopper_count(s)) ? s->threads[i].tid : 0;
 }
 
 int stopper_thread_regs(struct stopper *s, int i, struct user_regs_struct *regs, struct diag *d)
 {
-	if (!s->stopped || i < 0 || i >= s->nthreads)
+	if (i < 0 || i >= stopper_count(s))
 		return diag_set(d, EXIT_FAIL, "pid %d: thread #%d is not stopped", s->pid, i);
 	if (ptrace(PTRACE_GETREGS, s->threads[i].tid, 0, regs))
 		return diag_errno(d, errno, "pid %d: PTRACE_GETREGS of thread %d", s->pid,
@@ -670,7 +722,8 @@ void stopper_emergency_release(void)
 			struct stopper_thread *t = &s->threads[j];
 			int sig = t->state == T_STOPPED && !t->group_stop ? t->pending_sig : 0;
 
-			if (t->state != T_GONE)
+			/* A zombie leader can be neither stopped nor detached. */
+			if (t->state != T_GONE && t->state != T_ZOMBIE)
 				release_thread(t->tid, sig);
 		}
 		s->released = 1;

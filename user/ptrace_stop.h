@@ -33,6 +33,7 @@ struct stopper_thread {
 	int state;	 /* enum in ptrace_stop.c */
 	int pending_sig; /* signal to re-inject on resume, 0 if none */
 	int group_stop;	 /* stopped by SIGSTOP & co: resume with PTRACE_LISTEN */
+	int exiting;	 /* in its exit stop (the leader only) */
 };
 
 struct stopper {
@@ -41,7 +42,8 @@ struct stopper {
 	int stopped;  /* between a successful stopper_stop and stopper_resume */
 	int released; /* stopper_emergency_release already let go of everything */
 	int nthreads, cap;
-	struct stopper_thread *threads; /* [0, nthreads): index with stopper_tid */
+	int nstopped; /* threads[0, nstopped) are stopped; a dead leader may follow */
+	struct stopper_thread *threads;
 
 	/* CLOCK_MONOTONIC, ns. stop_begin_ns is taken before the first
 	 * PTRACE_INTERRUPT, so it bounds from below the moment the first thread
@@ -76,7 +78,8 @@ int stopper_resume(struct stopper *s, struct diag *d);
  * Safe on a stopper that failed to attach or whose target has exited. */
 void stopper_detach(struct stopper *s);
 
-/* The thread set; valid while stopped (indices change at every stop). */
+/* The stopped threads, 0 when not stopped (indices change at every stop).
+ * A group leader that exited alone (pthread_exit) is not among them. */
 int stopper_count(const struct stopper *s);
 pid_t stopper_tid(const struct stopper *s, int i);
 

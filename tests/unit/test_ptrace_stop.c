@@ -135,6 +135,22 @@ static const char EXITER[] = "import threading, time, os\n"
 			     "time.sleep(0.3)\n"
 			     "os._exit(0)\n";
 
+/* The main thread calls pthread_exit after 0.3 s: the leader becomes a
+ * zombie the kernel never reports while the other threads live. */
+static const char LEADER_EXITS[] = "import threading, ctypes, time\n"
+				   "counts = [0]\n"
+				   "def work():\n"
+				   "    while True:\n"
+				   "        counts[0] += 1\n"
+				   "def printer():\n"
+				   "    while True:\n"
+				   "        print('C', counts[0], flush=True)\n"
+				   "        time.sleep(0.02)\n"
+				   "threading.Thread(target=work).start()\n"
+				   "threading.Thread(target=printer).start()\n"
+				   "time.sleep(0.3)\n"
+				   "ctypes.CDLL(None).pthread_exit(None)\n";
+
 struct target {
 	pid_t pid;
 	int fd;
@@ -448,15 +464,18 @@ static void measure(const char *script, const char *arg, const char *label)
 	struct diag d = {0};
 	uint64_t stopped;
 	double us;
+	int n;
 
 	start_py(&t, script, arg);
 	assert_int_equal(stopper_attach(&s, t.pid, &d), 0);
+	assert_int_equal(stopper_stop(&s, &d), 0);
+	n = stopper_count(&s);
+	assert_int_equal(stopper_resume(&s, &d), 0);
 	cycle(&s, 100, &stopped); /* warm up */
 	us = cycle(&s, 2000, &stopped);
 	printf("# %s (%d threads): %.1f us per stop+resume, %.1f us stopped, "
 	       "%.1f us stop latency (last)\n",
-	       label, stopper_count(&s), us, (double)stopped / 1e3 / 2000,
-	       (double)s.last_stop_latency_ns / 1e3);
+	       label, n, us, (double)stopped / 1e3 / 2000, (double)s.last_stop_latency_ns / 1e3);
 	stopper_detach(&s);
 	assert_untraced(t.pid);
 	kill_started();
@@ -735,6 +754,47 @@ static void test_emergency_release(void **state)
 	assert_untraced(t.pid);
 }
 
+static void test_zombie_leader(void **state)
+{
+	struct target t;
+	struct stopper s;
+	struct diag d = {0};
+	long before[1];
+	int cycles = 0;
+
+	(void)state;
+	/* Seized before the leader exits: stopping must not wait for it. */
+	start_py(&t, LEADER_EXITS, NULL);
+	assert_int_equal(stopper_attach(&s, t.pid, &d), 0);
+	while (thread_state(t.pid, t.pid) != 'Z') {
+		if (stopper_stop(&s, &d) || stopper_resume(&s, &d))
+			fail_msg("%s", d.msg);
+		usleep(1000);
+	}
+	for (cycles = 0; cycles < 200; cycles++) {
+		if (stopper_stop(&s, &d))
+			fail_msg("%s", d.msg);
+		assert_int_equal(stopper_count(&s), 2);
+		for (int i = 0; i < 2; i++) {
+			assert_int_not_equal(stopper_tid(&s, i), t.pid);
+			assert_int_equal(thread_state(t.pid, stopper_tid(&s, i)), 't');
+		}
+		assert_int_equal(stopper_resume(&s, &d), 0);
+	}
+	last_counts(&t, before, 1);
+	wait_progress(&t, before, 1);
+	stopper_detach(&s);
+
+	/* Seized after: the zombie is skipped, not a permission error. */
+	assert_int_equal(stopper_attach(&s, t.pid, &d), 0);
+	assert_int_equal(stopper_stop(&s, &d), 0);
+	assert_int_equal(stopper_count(&s), 2);
+	assert_int_equal(stopper_resume(&s, &d), 0);
+	stopper_detach(&s);
+	last_counts(&t, before, 1);
+	wait_progress(&t, before, 1);
+}
+
 struct dump_arg {
 	pid_t pid;
 	int seen;
@@ -798,6 +858,7 @@ int main(void)
 	    T(test_signal_handler_releases),
 	    T(test_emergency_release),
 	    T(test_with_stopped),
+	    T(test_zombie_leader),
 	    T(test_attach_errors),
 	};
 
