@@ -32,9 +32,12 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 
 .SECONDARY:
-.PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz
+.PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz protobuf
 
 all: $(OUT)/bpfpy
+
+# Every build first makes sure the toolchain is there (a no-op when it is).
+$(BPF_OBJS) $(USER_OBJS) $(OUT)/obj/main.o: | deps
 
 # Installs only what is missing; a no-op (one dpkg query) when all is there.
 deps:
@@ -89,11 +92,16 @@ install: $(OUT)/bpfpy
 	install -d $(DESTDIR)$(PREFIX)/share/bpfpy/snippets
 	cp -r snippets/. $(DESTDIR)$(PREFIX)/share/bpfpy/snippets/
 
+# profile.pb-c.[ch] are committed (protoc-c output), so building needs only
+# libprotobuf-c; run this after editing user/profile.proto.
+protobuf:
+	cd user && protoc-c --c_out=. profile.proto
+
 vmlinux:
 	scripts/gen_vmlinux.sh vmlinux/$(ARCH)/vmlinux.h
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tests/unit/*.c
+	clang-format -i bpf/*.h bpf/*.c $(filter-out %.pb-c.c %.pb-c.h,$(wildcard user/*.c user/*.h)) tests/unit/*.c
 
 clean:
 	rm -rf build build-san
