@@ -86,10 +86,12 @@ matches() {
 cands=()
 add() { cands+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"); }
 
-declare -A seen_label=() seen_file=()
+declare -A seen_label=()
+seen_files=() # dedup by inode (test -ef): no readlink forks, this runs often
 
 # pyenv: highest patch of a minor gets pyenv-X.Y, any other pyenv-X.Y.Z.
 if [[ -d $PYENV_ROOT/versions ]]; then
+	for v in "$PYENV_ROOT"/versions/*; do echo "${v##*/}"; done | sort -V -r >"${TMPDIR:-/tmp}/.targets.$$"
 	while read -r v; do
 		[[ $v =~ ^3\.([0-9]+)\.[0-9]+$ ]] || continue # skips 3.13.0t, dev builds, envs
 		((BASH_REMATCH[1] >= MIN_MINOR)) || continue
@@ -99,27 +101,27 @@ if [[ -d $PYENV_ROOT/versions ]]; then
 		label=pyenv-$minor
 		[[ -n ${seen_label[$label]:-} ]] && label=pyenv-$v
 		seen_label[$label]=1
-		seen_file[$(readlink -f "$py")]=1
+		seen_files+=("$py")
 		add "$label" / "$py" "$minor"
-	done < <(ls -1 "$PYENV_ROOT/versions" 2>/dev/null | sort -V -r)
+	done <"${TMPDIR:-/tmp}/.targets.$$"
+	rm -f "${TMPDIR:-/tmp}/.targets.$$"
 fi
 
 # python3.X on PATH, not a pyenv shim nor inside PYENV_ROOT. /usr/bin before
 # /bin so the usrmerge duplicate shows its usual name.
 IFS=: read -ra pathdirs <<<"${PATH:-/usr/bin:/bin}"
-pyenv_real=$(readlink -f "$PYENV_ROOT" 2>/dev/null || echo "$PYENV_ROOT")
 for d in /usr/bin "${pathdirs[@]}"; do
-	[[ -d $d ]] || continue
-	dreal=$(readlink -f "$d")
-	[[ $dreal == "$pyenv_real" || $dreal == "$pyenv_real"/* || $d == */shims ]] && continue
+	[[ -d $d && $d == /* ]] || continue
+	[[ $d == "$PYENV_ROOT" || $d == "$PYENV_ROOT"/* || $d == */shims ]] && continue
 	for py in "$d"/python3.[0-9]*; do
 		[[ ${py##*/} =~ ^python(3\.([0-9]+))$ && -x $py && -f $py ]] || continue
 		minor=${BASH_REMATCH[1]}
 		((BASH_REMATCH[2] >= MIN_MINOR)) || continue
-		real=$(readlink -f "$py")
-		[[ -n ${seen_file[$real]:-} ]] && continue
-		seen_file[$real]=1
-		case $dreal in /usr/bin | /bin) label=debian-$minor ;; *) label=local-$minor ;; esac
+		dup=0
+		for f in "${seen_files[@]}"; do [[ $py -ef $f ]] && { dup=1; break; }; done
+		((dup)) && continue
+		seen_files+=("$py")
+		if [[ $d -ef /usr/bin || $d -ef /bin ]]; then label=debian-$minor; else label=local-$minor; fi
 		[[ -n ${seen_label[$label]:-} ]] && label=$label-$(printf '%s' "$d" | tr -c 'a-zA-Z0-9\n' _)
 		seen_label[$label]=1
 		add "$label" / "$py" "$minor"
@@ -191,6 +193,7 @@ if ((want_sid)); then
 		if ! sid_ok "$SID"; then
 			if ((provision)); then
 				provision_sid
+				exec 9>&- # the build lock: not for the probes below
 			else
 				diag "no sid chroot at $SID (--no-provision): 3.14/3.15 skipped"
 			fi
@@ -220,7 +223,7 @@ for c in "${cands[@]}"; do
 	if [[ $root == / ]]; then
 		timeout 20 "$py" -E -S -c "$PROBE" >"$tmpd/$i" 2>"$tmpd/$i.err" </dev/null &
 	else
-		timeout 20 chroot "$root" "$py" -E -S -c "$PROBE" >"$tmpd/$i" 2>"$tmpd/$i.err" </dev/null &
+		timeout 20 /usr/sbin/chroot "$root" "$py" -E -S -c "$PROBE" >"$tmpd/$i" 2>"$tmpd/$i.err" </dev/null &
 	fi
 	printf '%s\n' "$c" >"$tmpd/$i.cand"
 	i=$((i + 1))
