@@ -200,7 +200,7 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 {
 	const struct py_process *p = c->p;
 
-	printf("Process %d (%s): CPython %s, %s%s%s\n", p->pid, p->comm, p->version, p->bin.path,
+	printf("Process %d (%s): CPython %s, %s%s%s\n", p->pid, p->comm, p->version, p->binary,
 	       p->bin.ns_note[0] ? ", " : "", p->bin.ns_note);
 	for (int i = 0; i < c->shown; i++) {
 		const struct dumped_thread *t = &c->threads[i];
@@ -244,7 +244,7 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 	json_object_object_add(root, "pid", json_object_new_int(p->pid));
 	json_object_object_add(root, "comm", json_object_new_string(p->comm));
 	json_object_object_add(root, "version", json_object_new_string(p->version));
-	json_object_object_add(root, "binary", json_object_new_string(p->bin.path));
+	json_object_object_add(root, "binary", json_object_new_string(p->binary));
 	json_object_object_add(root, "blocking", json_object_new_boolean(!o->nonblocking));
 	json_object_object_add(root, "stopped_us",
 			       o->nonblocking ? NULL

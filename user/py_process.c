@@ -69,6 +69,16 @@ int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct 
 	if (py_binary_find(pid, &p->bin, d))
 		return -1;
 	proc_comm(pid, p->comm, sizeof(p->comm));
+	/* Users know the file by the target's name for it, not by our route
+	 * to it through /proc/PID/root. */
+	p->binary = p->bin.path;
+	{
+		char pre[64];
+		int n = snprintf(pre, sizeof(pre), "/proc/%d/root/", (int)pid);
+
+		if (!strncmp(p->bin.path, pre, (size_t)n))
+			p->binary = p->bin.path + n - 1;
+	}
 	mem_reader_init_pid(&p->mem, pid);
 
 	/* Py_Version (3.11+) is exact; before that only the file name tells the
