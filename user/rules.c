@@ -115,6 +115,8 @@ struct rules_state {
 	uint32_t *memo;	  /* stamp per (item, frame): that pair failed */
 	size_t memo_cap;
 	uint32_t stamp;
+	int *any_fail; /* scratch of the matcher, one per pattern item */
+	size_t any_cap;
 };
 
 /* ---------------------------------------------------------------- parsing */
@@ -690,6 +692,10 @@ int rules_parse(const char *text, const char *origin, const char *own_file, stru
 	while (*s) {
 		const char *nl = strchr(s, '\n');
 		size_t len = nl ? (size_t)(nl - s) : strlen(s);
+		/* Where the next line starts, taken before the CR is cut off:
+		 * advancing by the cut length left a last line "\r" without a
+		 * newline in place, and the loop never ended. */
+		const char *next = nl ? nl + 1 : s + len;
 		char *line;
 
 		if (len && s[len - 1] == '\r')
@@ -707,7 +713,7 @@ int rules_parse(const char *text, const char *origin, const char *own_file, stru
 			return -1;
 		}
 		free(line);
-		s = nl ? nl + 1 : s + len;
+		s = next;
 	}
 	if (p.cond.n) {
 		rules_free(r);
@@ -925,7 +931,8 @@ struct matcher {
 	const struct rule_frame *f; /* leaf first */
 	int n;
 	uint32_t *memo, stamp;
-	int deepest; /* frames from the root some item accepted */
+	int *any_fail; /* per item: lowest start of an unbounded "." that failed */
+	int deepest;   /* frames from the root some item accepted */
 };
 
 /* Root-first frame i. */
@@ -947,8 +954,33 @@ static bool match_from(struct matcher *m, int pi, int fi)
 		return false;
 	it = &m->pat->item[pi];
 	lim = m->n - fi < it->max ? m->n - fi : it->max;
-	for (run = 0; run < lim && atom_match(m->r, &it->atom, rf(m, fi + run)); run++)
-		;
+	/* An unbounded "." item: a call from fi tries every end f >= fi + min,
+	 * a superset of what any later call from a higher fi tries. So ends at
+	 * or past the last failed start (+ min) are known failures, and each
+	 * end is tried once per item: O(n) where plain backtracking over
+	 * "* a * b *" is O(n²). */
+	if (it->atom.kind == ATOM_ANY && it->max == INT_MAX) {
+		int hi = m->n;
+
+		if (m->any_fail[pi] <= m->n)
+			hi = m->any_fail[pi] + it->min - 1;
+		if (hi > m->n)
+			hi = m->n;
+		if (hi > m->deepest)
+			m->deepest = hi;
+		for (k = hi; k >= fi + it->min; k--)
+			if (match_from(m, pi + 1, k))
+				return true;
+		if (fi < m->any_fail[pi])
+			m->any_fail[pi] = fi;
+		m->memo[slot] = m->stamp;
+		return false;
+	}
+	if (it->atom.kind == ATOM_ANY)
+		run = lim;
+	else
+		for (run = 0; run < lim && atom_match(m->r, &it->atom, rf(m, fi + run)); run++)
+			;
 	if (fi + run > m->deepest)
 		m->deepest = fi + run;
 	/* Greedy first: the longest run is the usual answer for recursion. */
@@ -959,10 +991,18 @@ static bool match_from(struct matcher *m, int pi, int fi)
 	return false;
 }
 
-static int ensure_memo(struct rules_state *st, size_t need)
+static int ensure_memo(struct rules_state *st, size_t need, size_t items)
 {
 	uint32_t *nm;
 
+	if (items > st->any_cap) {
+		int *na = realloc(st->any_fail, items * sizeof(*na));
+
+		if (!na)
+			return -1;
+		st->any_fail = na;
+		st->any_cap = items;
+	}
 	if (need <= st->memo_cap)
 		return 0;
 	nm = calloc(need, sizeof(*nm));
@@ -983,8 +1023,9 @@ static bool pattern_match(const struct rules *r, struct rules_state *st, const s
 	size_t need = (size_t)pat->n * (size_t)(n + 1);
 	struct matcher m = {.r = r, .pat = pat, .f = f, .n = n};
 	bool ok;
+	int i;
 
-	if (ensure_memo(st, need))
+	if (ensure_memo(st, need, (size_t)pat->n))
 		return false;
 	/* A stamp per attempt spares clearing the memo each time. */
 	if (++st->stamp == 0) {
@@ -993,6 +1034,9 @@ static bool pattern_match(const struct rules *r, struct rules_state *st, const s
 	}
 	m.memo = st->memo;
 	m.stamp = st->stamp;
+	m.any_fail = st->any_fail;
+	for (i = 0; i < pat->n; i++)
+		m.any_fail[i] = INT_MAX;
 	ok = match_from(&m, 0, 0);
 	*deepest = m.deepest;
 	return ok;
@@ -1018,6 +1062,7 @@ void rules_state_free(struct rules_state *st)
 		return;
 	free(st->bind);
 	free(st->memo);
+	free(st->any_fail);
 	free(st);
 }
 
@@ -1188,6 +1233,7 @@ out:
 	ok = v->possible;
 	free(tmp.memo);
 	free(tmp.bind);
+	free(tmp.any_fail);
 	return ok;
 }
 
