@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpfpy oracle: how truthful is each sampling mode? CPython's accuracy
+ * harness (Tools/inspection/oracle_external_inspection.py), natively, for
+ * any sampler, with an empirical noise floor, ground truth and the cost to
+ * the target. The method: shared/reference/oracle-method.md; the files:
+ * user/oracle_run.h.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf_sampler.h"
+#include "cli_parse.h"
+#include "commands.h"
+#include "oracle_run.h"
+#include "ptrace_stop.h"
+
+static const char doc[] =
+    "Run small Python programs whose possible stacks are known (snippets, with rules "
+    "beside them) under each sampling mode, and measure how truthful each mode is against "
+    "a ptrace-stopped reference, against the snippet's own measured time split, and what "
+    "it costs the target.\v"
+    "RUN SHAPE. Per case, per run, per mode (and once unsampled, for the baseline rate): a "
+    "fresh target runs the snippet, pinned to the target CPU; after --warmup the mode "
+    "samples it for --duration at --rate kHz; then it gets SIGTERM (a ground-truth snippet "
+    "writes its totals), SIGKILL if it lingers. Sampling times are absolute (start + i/rate, "
+    "or exponential gaps with --poisson); a sample is never taken at or past the deadline, "
+    "and a slow sample does not push the schedule back.\n"
+    "MODES. ptrace (the reference: every thread seized once, then interrupted, read, "
+    "continued per sample), live (the same reader, nothing stopped), bpf (the in-kernel "
+    "sampler on the cpu clock; --rate 0 or a rate above kernel.perf_event_max_sample_rate "
+    "runs at that maximum, said in the header; --poisson thins a 8x faster clock), bpf-wall "
+    "(task-iterator snapshots of every thread on the schedule), external:CMD (see below), "
+    "cpython-live and cpython-blocking (CPython 3.15's own _remote_debugging unwinder, "
+    "through scripts/oracle_cpython_unwinder.py, run by the target's interpreter).\n"
+    "EXTERNAL PROTOCOL. CMD runs under /bin/sh with BPFPY_PID, BPFPY_RATE_HZ, "
+    "BPFPY_DURATION, BPFPY_POISSON in its environment ({pid}, {rate_hz}, {duration}, "
+    "{poisson} in CMD are replaced too). It samples the PID for that long and writes on "
+    "stdout, one line each: 'S' (optional) when sampling begins -- the window starts there; "
+    "'S grouped' also says attempts end with '.' lines; a stack 'f1;f2;...;fn', ROOT FIRST "
+    "as in collapsed stacks, each frame 'qualname:lineno', optionally prefixed 'tid=N '; "
+    "'E text' for a failed attempt; '. [US]' to end an attempt (with grouped) and say what "
+    "it cost, in microseconds; '#' comments. Without 'grouped', each stack line is one "
+    "attempt. A non-zero exit is noted under the table.\n"
+    "PER SAMPLE. A failed attempt is an error. Each thread's stack is one stack; its key is "
+    "the whole stack, leaf first, 'qualname:lineno' joined by ';' (no file, no thread), as "
+    "in the original. A stack the case's rules call impossible is counted and left out of "
+    "the distribution.\n"
+    "TABLE. The original's columns: mode samples [stacks, when they differ] µs errors% "
+    "impossible impossible% tvd_excess tvd_floor (mean±sample stdev over runs; floor: "
+    "median; counts summed; 'ref'/'-' on the reference row). Then ours: raw_tvd; tvd_noise "
+    "(empirical floor: TVD between the reference's two interleaved time-block halves, "
+    "scaled to the sizes compared -- the IID floor is too small when consecutive samples "
+    "are correlated); tvd_fn (function-only keys); tvd_truth (against the snippet's "
+    "measured time split); slowdown% (target progress rate vs the unsampled run); lost "
+    "(BPF ring-buffer drops); µs_target (what the target pays per attempt: stopped time, "
+    "in-kernel time, 0 for live) and µs_sampler (the sampler's own time per attempt).\n"
+    "HEADER. Interpreter, cases/runs/duration/rate_khz/warmup/poisson_sampling, CPU count, "
+    "pinning, and the CPUs other processes used during the run (warning above 0.25).\n"
+    "SNIPPETS from $BPFPY_SNIPPETS, else <binary>/../snippets, else "
+    "/usr/local/share/bpfpy/snippets.\n"
+    "CHECK. --check exits 8 when any mode's mean errors% exceeds --max-errors (default 5), "
+    "its impossible% exceeds --max-impossible (default 0), or a non-reference mode's "
+    "tvd_excess exceeds --max-tvd-excess (default 0.05).\n\n"
+    "EXAMPLES:\n"
+    "  sudo bpfpy oracle --default\n"
+    "  sudo bpfpy oracle --snippet flat_alternating --rate 10 --runs 3 --python 3.12\n"
+    "  sudo bpfpy oracle --snippet ground_truth --mode ptrace --mode bpf --json out.json\n"
+    "  sudo bpfpy oracle --python sid-3.15 --mode ptrace --mode bpf --mode cpython-live\n"
+    "  sudo bpfpy oracle --mode bpf --check --max-tvd-excess 0.02\n\n" EXIT_CODES_DOC;
+
+enum {
+	OPT_SNIPPET = 256,
+	OPT_MODE,
+	OPT_REF,
+	OPT_DURATION,
+	OPT_RUNS,
+	OPT_RATE,
+	OPT_WARMUP,
+	OPT_POISSON,
+	OPT_PYTHON,
+	OPT_JSON,
+	OPT_HTML,
+	OPT_CHECK,
+	OPT_MAX_IMP,
+	OPT_MAX_TVD,
+	OPT_MAX_ERR,
+	OPT_CPUS,
+	OPT_NO_PIN,
+	OPT_DEFAULT,
+};
+
+static const struct argp_option options[] = {
+    {"snippet", OPT_SNIPPET, "NAME|PATH", 0, "A case (repeatable; default: all)", 0},
+    {"mode", OPT_MODE, "MODE", 0,
+     "ptrace, live, bpf, bpf-wall, external:CMD, cpython-live, cpython-blocking (repeatable; "
+     "default ptrace, live, bpf)",
+     0},
+    {"reference-mode", OPT_REF, "MODE", 0, "The reference (default ptrace)", 0},
+    {"duration", OPT_DURATION, "SECONDS", 0, "Sampling window per mode (default 3.0)", 0},
+    {"runs", OPT_RUNS, "N", 0, "Repeat everything N times (default 1)", 0},
+    {"rate", OPT_RATE, "KHZ", 0, "Sampling rate in kHz (default 100; 0 = as fast as possible)", 0},
+    {"rate-khz", OPT_RATE, "KHZ", OPTION_ALIAS, NULL, 0},
+    {"warmup", OPT_WARMUP, "SECONDS", 0, "Before sampling (default 0.7)", 0},
+    {"poisson", OPT_POISSON, NULL, 0, "Poisson (exponential-gap) sampling times", 0},
+    {"python", OPT_PYTHON, "PATH|VERSION|LABEL", 0,
+     "Interpreter for the snippets (default: the newest found)", 0},
+    {"json", OPT_JSON, "FILE", 0, "Write every per-run figure as JSON", 0},
+    {"html", OPT_HTML, "FILE", 0, "Not implemented yet", 0},
+    {"check", OPT_CHECK, NULL, 0, "Exit 8 when a mode breaks a threshold", 0},
+    {"max-impossible", OPT_MAX_IMP, "PCT", 0, "--check: impossible% at most (default 0)", 0},
+    {"max-tvd-excess", OPT_MAX_TVD, "X", 0, "--check: tvd_excess at most (default 0.05)", 0},
+    {"max-errors", OPT_MAX_ERR, "PCT", 0, "--check: errors% at most (default 5)", 0},
+    {"cpus", OPT_CPUS, "TARGET,SAMPLER", 0, "CPUs to pin to (default 0,1 with 2+ CPUs)", 0},
+    {"no-pin", OPT_NO_PIN, NULL, 0, "Do not pin the target and the sampler", 0},
+    {"default", OPT_DEFAULT, NULL, 0,
+     "The `make run` job: flat_alternating, nested_alternating, ground_truth; ptrace, live, "
+     "bpf; about a minute",
+     0},
+    {"quiet", 'q', NULL, 0, "No progress line", 0},
+    {"verbose", 'v', NULL, 0, "Say why each failed window failed, as it happens", 0},
+    {0},
+};
+
+static int add_mode(struct oracle_opts *o, const char *arg)
+{
+	struct oracle_mode *m;
+	static const struct {
+		const char *name;
+		enum oracle_mode_kind kind;
+	} known[] = {{"ptrace", MODE_PTRACE},
+		     {"live", MODE_LIVE},
+		     {"bpf", MODE_BPF},
+		     {"bpf-wall", MODE_BPF_WALL}};
+
+	if (o->nmodes >= ORACLE_MAX_MODES)
+		return -1;
+	m = &o->modes[o->nmodes];
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(arg, known[i].name)) {
+			m->kind = known[i].kind;
+			snprintf(m->name, sizeof(m->name), "%s", arg);
+		}
+	if (!strncmp(arg, "external:", 9) && arg[9]) {
+		m->kind = MODE_EXTERNAL;
+		m->cmd = strdup(arg + 9);
+		snprintf(m->name, sizeof(m->name), "ext:%.40s", arg + 9);
+	} else if (!strcmp(arg, "cpython-live") || !strcmp(arg, "cpython-blocking")) {
+		/* The command is built once the interpreter is known. */
+		m->kind = MODE_EXTERNAL;
+		snprintf(m->name, sizeof(m->name), "%s", arg);
+	}
+	if (m->kind == MODE_NONE)
+		return -1;
+	for (int i = 0; i < o->nmodes; i++)
+		if (!strcmp(o->modes[i].name, m->name))
+			return 0; /* given twice: once is enough */
+	o->nmodes++;
+	return 0;
+}
+
+static double parse_num(struct argp_state *state, const char *flag, const char *arg, double min)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || *end || isnan(v) || v < min)
+		argp_error(state, "%s: invalid value '%s'", flag, arg);
+	return v;
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct oracle_opts *o = state->input;
+
+	switch (key) {
+	case OPT_SNIPPET:
+		if (o->nsnippets >= ORACLE_MAX_CASES)
+			argp_error(state, "at most %d snippets", ORACLE_MAX_CASES);
+		o->snippets[o->nsnippets++] = arg;
+		break;
+	case OPT_MODE:
+		if (add_mode(o, arg))
+			argp_error(state, "unknown mode '%s'", arg);
+		break;
+	case OPT_REF:
+		o->ref_name = arg;
+		break;
+	case OPT_DURATION:
+		o->duration = parse_num(state, "--duration", arg, 0.01);
+		break;
+	case OPT_RUNS:
+		o->runs = (int)parse_num(state, "--runs", arg, 1);
+		if (o->runs > 256)
+			argp_error(state, "--runs: at most 256");
+		break;
+	case OPT_RATE:
+		o->rate_khz = parse_num(state, "--rate", arg, 0);
+		if (o->rate_khz > 1000)
+			argp_error(state, "--rate is in kHz: at most 1000");
+		break;
+	case OPT_WARMUP:
+		o->warmup = parse_num(state, "--warmup", arg, 0);
+		break;
+	case OPT_POISSON:
+		o->poisson = 1;
+		break;
+	case OPT_PYTHON:
+		o->python = arg;
+		break;
+	case OPT_JSON:
+		o->json = arg;
+		break;
+	case OPT_HTML:
+		o->html = arg;
+		break;
+	case OPT_CHECK:
+		o->check = 1;
+		break;
+	case OPT_MAX_IMP:
+		o->max_impossible = parse_num(state, "--max-impossible", arg, 0);
+		break;
+	case OPT_MAX_TVD:
+		o->max_tvd_excess = parse_num(state, "--max-tvd-excess", arg, -1);
+		break;
+	case OPT_MAX_ERR:
+		o->max_errors = parse_num(state, "--max-errors", arg, 0);
+		break;
+	case OPT_CPUS:
+		if (sscanf(arg, "%d,%d", &o->cpu_target, &o->cpu_sampler) != 2 ||
+		    o->cpu_target < 0 || o->cpu_sampler < 0 || o->cpu_target > 1023 ||
+		    o->cpu_sampler > 1023)
+			argp_error(state, "--cpus wants TARGET,SAMPLER, e.g. 0,1");
+		o->pinned = 1;
+		break;
+	case OPT_NO_PIN:
+		o->no_pin = 1;
+		break;
+	case OPT_DEFAULT:
+		o->dflt = 1;
+		break;
+	case 'q':
+		o->quiet = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (o->html)
+			argp_error(state, "--html is not implemented yet");
+		if (o->no_pin && o->pinned)
+			argp_error(state, "--cpus and --no-pin contradict each other");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* Modes, reference and pinning, once the flags are all in. */
+static int settle(struct oracle_opts *o, const struct oracle_python *py, int ncpus, struct diag *d)
+{
+	const char *ref = o->ref_name ? o->ref_name : "ptrace";
+
+	if (!o->nmodes)
+		add_mode(o, "ptrace"), add_mode(o, "live"), add_mode(o, "bpf");
+	o->ref = -1;
+	for (int i = 0; i < o->nmodes; i++)
+		if (!strcmp(o->modes[i].name, ref) ||
+		    (o->modes[i].cmd && !strcmp(ref, o->modes[i].cmd)))
+			o->ref = i;
+	if (o->ref < 0) {
+		/* The reference runs first, even when not asked for as a mode. */
+		if (add_mode(o, ref))
+			return diag_set(d, EXIT_USAGE, "--reference-mode: unknown mode '%s'", ref);
+		struct oracle_mode r = o->modes[o->nmodes - 1];
+
+		memmove(&o->modes[1], &o->modes[0], (size_t)(o->nmodes - 1) * sizeof(r));
+		o->modes[0] = r;
+		o->ref = 0;
+	}
+	for (int i = 0; i < o->nmodes; i++) {
+		struct oracle_mode *m = &o->modes[i];
+		char cmd[3 * PATH_MAX + 128];
+
+		if (m->kind != MODE_EXTERNAL || m->cmd)
+			continue;
+		if (!strcmp(py->root, "/"))
+			snprintf(cmd, sizeof(cmd),
+				 "'%s' '%s/../scripts/oracle_cpython_unwinder.py'%s", py->python,
+				 o->exe_dir, strstr(m->name, "blocking") ? " --blocking" : "");
+		else
+			/* Same-version only: the adapter runs in the target's root,
+			 * with a /proc of its own (what scripts/pyrun.sh --proc does). */
+			snprintf(cmd, sizeof(cmd),
+				 "'%s/../scripts/pyrun.sh' --proc '%s' "
+				 "'%s/../scripts/oracle_cpython_unwinder.py'%s",
+				 o->exe_dir, py->label, o->exe_dir,
+				 strstr(m->name, "blocking") ? " --blocking" : "");
+		m->cmd = strdup(cmd);
+	}
+	if (!o->no_pin && !o->pinned && ncpus >= 2) {
+		o->pinned = 1;
+		o->cpu_target = 0;
+		o->cpu_sampler = 1;
+	}
+	if (o->pinned && oracle_pin_self(o->cpu_sampler))
+		return diag_errno(d, errno, "cannot pin the sampler to CPU %d", o->cpu_sampler);
+	return 0;
+}
+
+/* The BPF clock's rate: --rate, or the kernel's maximum when it asks more. */
+static void bpf_rate(struct oracle_opts *o)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+	double max = 100000, want = o->rate_khz * 1000, k = o->poisson ? 8 : 1;
+	int has_bpf = 0;
+
+	for (int i = 0; i < o->nmodes; i++)
+		has_bpf |= o->modes[i].kind == MODE_BPF;
+	if (!has_bpf)
+		return;
+	if (f) {
+		if (fscanf(f, "%lf", &max) != 1 || max <= 0)
+			max = 100000;
+		fclose(f);
+	}
+	if (want <= 0 || want * k > max) {
+		o->bpf_clamped = want > 0;
+		want = max / k;
+		fprintf(
+		    stderr,
+		    "bpfpy oracle: bpf mode runs at %.0f Hz%s: kernel.perf_event_max_sample_rate "
+		    "is %.0f\n",
+		    want, o->poisson ? " (Poisson: 8x base clock)" : "", max);
+	}
+	o->bpf_rate_hz = want;
+}
+
+struct loop {
+	struct oracle_opts *o;
+	const struct oracle_python *py;
+	int tty, windows, done;
+	double t0;
+};
+
+static void progress_line(struct loop *l, const struct oracle_case *c, const char *mode, int run)
+{
+	double per, left;
+
+	if (!l->tty)
+		return;
+	per = l->done ? (oracle_now() - l->t0) / l->done : l->o->warmup + l->o->duration + 0.3;
+	left = per * (l->windows - l->done);
+	fprintf(stderr, "\r\033[K[%d/%d] %s %s run %d/%d, %.0f s left", l->done + 1, l->windows,
+		c->name, mode, run + 1, l->o->runs, left);
+}
+
+/* One window: fresh target, warmup, the mode (or nothing), the end. */
+static void window(struct loop *l, struct oracle_case *c, const struct oracle_mode *m, int run,
+		   uint64_t seed, struct oracle_result *r)
+{
+	struct oracle_target t;
+	struct oracle_window w = {.o = l->o, .c = c, .py = l->py, .mode = m, .t = &t, .seed = seed};
+	struct diag d = {0};
+
+	progress_line(l, c, m->name, run);
+	if (oracle_target_start(&t, c, l->py, l->o, &d) || oracle_target_wait_ready(&t, 15.0, &d)) {
+		snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
+	} else {
+		oracle_sleep_until(oracle_now() + l->o->warmup);
+		if (oracle_mode_run(&w, r, &d))
+			snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
+	}
+	oracle_target_stop(&t, &r->truth);
+	if (r->note[0] && l->o->verbose)
+		fprintf(stderr, "%sbpfpy oracle: %s %s run %d: %s\n", l->tty ? "\r\033[K" : "",
+			c->name, m->name, run, r->note);
+	l->done++;
+}
+
+int cmd_oracle(int argc, char **argv)
+{
+	struct oracle_opts o = {.duration = 3.0,
+				.warmup = 0.7,
+				.rate_khz = 100,
+				.runs = 1,
+				.max_errors = 5,
+				.max_tvd_excess = 0.05};
+	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	static const struct oracle_mode none = {.kind = MODE_NONE, .name = "unsampled"};
+	static struct oracle_case cases[ORACLE_MAX_CASES];
+	struct oracle_case_result crs[ORACLE_MAX_CASES];
+	char dir[PATH_MAX], exe[PATH_MAX], names[ORACLE_MAX_CASES][64];
+	struct oracle_python py;
+	struct diag d = {0};
+	struct loop l = {.o = &o, .py = &py};
+	int ncases = 0, ncpus, cpus[1024], ret = EXIT_OK;
+	double busy0, self0, wall0, other;
+	ssize_t n;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return EXIT_USAGE;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	o.exe_dir = n > 0 ? dirname(exe) : ".";
+	if (o.dflt && !o.nsnippets) {
+		o.snippets[o.nsnippets++] = "flat_alternating";
+		o.snippets[o.nsnippets++] = "nested_alternating";
+		o.snippets[o.nsnippets++] = "ground_truth";
+	}
+	oracle_snippets_dir(o.exe_dir, dir, sizeof(dir));
+	if (!o.nsnippets) {
+		int k = oracle_list_cases(dir, names, ORACLE_MAX_CASES);
+
+		if (!k)
+			return diag_report(&(struct diag){.code = EXIT_USAGE,
+							  .msg = "no snippets found: set "
+								 "BPFPY_SNIPPETS"});
+		for (int i = 0; i < k; i++)
+			o.snippets[o.nsnippets++] = names[i];
+	}
+	for (int i = 0; i < o.nsnippets; i++, ncases++)
+		if (oracle_load_case(o.snippets[i], dir, &cases[i], &d))
+			return diag_report(&d);
+	if (oracle_find_python(o.python, o.exe_dir, &py, &d))
+		return diag_report(&d);
+	ncpus = online_cpus(cpus, 1024);
+	if (settle(&o, &py, ncpus, &d) || stopper_install_signal_handlers(&d))
+		return diag_report(&d);
+	bpf_rate(&o);
+	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+	l.tty = isatty(2) && !o.quiet;
+	l.windows = ncases * o.runs * (o.nmodes + 1);
+	l.t0 = wall0 = oracle_now();
+	busy0 = oracle_host_busy();
+	self0 = oracle_self_busy();
+	for (int ci = 0; ci < ncases; ci++) {
+		struct oracle_case_result *cr = &crs[ci];
+
+		cr->c = &cases[ci];
+		cr->res = calloc((size_t)o.runs * (size_t)o.nmodes, sizeof(*cr->res));
+		cr->baseline = calloc((size_t)o.runs, sizeof(double));
+		if (!cr->res || !cr->baseline)
+			return diag_report(
+			    &(struct diag){.code = EXIT_FAIL, .msg = "out of memory"});
+		for (int run = 0; run < o.runs; run++) {
+			struct oracle_result base;
+			uint64_t seed = ((uint64_t)random() << 32) ^ (uint64_t)random();
+
+			oracle_result_init(&base);
+			window(&l, cr->c, &none, run, seed, &base);
+			cr->baseline[run] = base.progress_rate;
+			oracle_result_free(&base);
+			for (int m = 0; m < o.nmodes; m++) {
+				struct oracle_result *r = &cr->res[run * o.nmodes + m];
+
+				if (oracle_result_init(r))
+					return diag_report(&(struct diag){.code = EXIT_FAIL,
+									  .msg = "out of memory"});
+				window(&l, cr->c, &o.modes[m], run, seed + (uint64_t)m + 1, r);
+			}
+		}
+		oracle_compute(&o, cr);
+	}
+	if (l.tty)
+		fprintf(stderr, "\r\033[K");
+	other =
+	    (oracle_host_busy() - busy0 - (oracle_self_busy() - self0)) / (oracle_now() - wall0);
+	if (other < 0)
+		other = 0;
+	oracle_print_header(stdout, &o, &py, ncases, ncpus, other);
+	for (int ci = 0; ci < ncases; ci++)
+		oracle_print_case(stdout, &o, &crs[ci]);
+	fflush(stdout);
+	if (o.json && oracle_write_json(o.json, &o, &py, crs, ncases, ncpus, other, &d))
+		ret = diag_report(&d);
+	if (ret == EXIT_OK && o.check && oracle_check(stderr, &o, crs, ncases))
+		ret = EXIT_CHECK_FAILED;
+	for (int ci = 0; ci < ncases; ci++) {
+		for (int k = 0; k < o.runs * o.nmodes; k++)
+			oracle_result_free(&crs[ci].res[k]);
+		free(crs[ci].res);
+		free(crs[ci].baseline);
+		rules_free(cases[ci].rules);
+	}
+	for (int i = 0; i < o.nmodes; i++)
+		free(o.modes[i].cmd);
+	return ret;
+}

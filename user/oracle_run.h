@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `bpfpy oracle` inside: the pieces shared by its files.
+ *   cmd_oracle.c     the CLI and the loop over cases, runs and modes
+ *   oracle_target.c  interpreters, snippets, starting and ending targets
+ *   oracle_modes.c   each sampling mode over one target for one window
+ *   oracle_table.c   per-run figures, the table, JSON, --check
+ */
+#ifndef ORACLE_RUN_H
+#define ORACLE_RUN_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "diag.h"
+#include "oracle_sched.h"
+#include "oracle_stats.h"
+#include "rules.h"
+
+#define ORACLE_MAX_CASES 64
+#define ORACLE_MAX_MODES 16
+
+/* An interpreter the snippets can run under (a line of scripts/targets.sh). */
+struct oracle_python {
+	char version[32]; /* as it reports itself, "3.12.1" */
+	char label[64];	  /* pyenv-3.12, sid-3.15, or "path" */
+	char root[PATH_MAX];
+	char python[PATH_MAX]; /* inside root */
+};
+
+struct oracle_case {
+	char name[64];
+	char operation[128]; /* the snippet's one-line description */
+	char py[PATH_MAX];
+	char dir[PATH_MAX]; /* where _oracle.py is */
+	struct rules *rules;
+};
+
+enum oracle_mode_kind { MODE_NONE, MODE_PTRACE, MODE_LIVE, MODE_BPF, MODE_BPF_WALL, MODE_EXTERNAL };
+
+struct oracle_mode {
+	enum oracle_mode_kind kind;
+	char name[64]; /* as shown in the table */
+	char *cmd;     /* MODE_EXTERNAL: the shell command */
+};
+
+struct oracle_opts {
+	const char *snippets[ORACLE_MAX_CASES];
+	int nsnippets;
+	struct oracle_mode modes[ORACLE_MAX_MODES];
+	int nmodes;
+	int ref; /* index of the reference in modes */
+	const char *ref_name;
+	double duration, warmup, rate_khz;
+	int runs, poisson;
+	const char *python, *json, *html;
+	int check;
+	double max_impossible, max_tvd_excess, max_errors;
+	int cpu_target, cpu_sampler, no_pin, pinned;
+	int dflt, quiet, verbose;
+	double bpf_rate_hz; /* what the BPF clock really runs at */
+	int bpf_clamped;
+	const char *exe_dir; /* directory of the bpfpy binary */
+};
+
+/* A started target. */
+struct oracle_target {
+	pid_t pid;
+	char tmpdir[PATH_MAX];		   /* host path; inside the root for chroots */
+	char progress_path[PATH_MAX];	   /* host path */
+	char truth_path[PATH_MAX];	   /* host path */
+	char log_path[PATH_MAX];	   /* the snippet's stdout and stderr */
+	volatile const uint64_t *progress; /* mmap'd counter, NULL until ready */
+	void *map;
+	int exited;
+	int status;
+};
+
+/* What one mode measured over one run, on one fresh target. */
+struct oracle_result {
+	uint64_t attempts, samples, stacks, errors, impossible, lost;
+	double us_sum;	      /* per-attempt cost, as the original's µs */
+	double us_target_sum; /* what the target paid, summed over attempts */
+	double us_sampler_sum;
+	int us_target_known;
+	double elapsed;		/* seconds of the sampling window */
+	double progress_rate;	/* target iterations per second in the window */
+	struct keydist *dist;	/* possible stacks */
+	struct keydist *imp;	/* impossible stacks seen */
+	struct keydist *phases; /* possible stacks by ground-truth phase */
+	struct keydist *truth;	/* the target's own BPFPY_TRUTH, or NULL */
+	const char **seq;	/* possible keys in time order (dist's copies) */
+	size_t nseq, capseq;
+	struct keydist *verdicts; /* key -> 1 possible, 2 impossible (cache) */
+	struct rules_state *rstate;
+	char note[256]; /* why the run failed, "" if it did not */
+	/* Filled by oracle_compute(). */
+	double raw_tvd, tvd_floor, tvd_excess, tvd_noise, tvd_fn, tvd_truth, slowdown;
+	double errors_pct, impossible_pct, us, us_target, us_sampler;
+};
+
+/* Everything a mode needs for one window. */
+struct oracle_window {
+	const struct oracle_opts *o;
+	const struct oracle_case *c;
+	const struct oracle_python *py;
+	const struct oracle_mode *mode;
+	struct oracle_target *t;
+	unsigned version_hex;
+	uint64_t seed;
+};
+
+/* oracle_target.c */
+int oracle_find_python(const char *want, const char *exe_dir, struct oracle_python *out,
+		       struct diag *d);
+const char *oracle_snippets_dir(const char *exe_dir, char *buf, size_t len);
+int oracle_load_case(const char *name_or_path, const char *dir, struct oracle_case *c,
+		     struct diag *d);
+int oracle_list_cases(const char *dir, char names[][64], int max);
+int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
+			const struct oracle_python *py, const struct oracle_opts *o,
+			struct diag *d);
+/* Wait until the counter moves (the main loop runs), up to timeout s. */
+int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct diag *d);
+uint64_t oracle_target_progress(const struct oracle_target *t);
+/* SIGTERM, truth file into *truth (a new keydist, or NULL), SIGKILL if it
+ * lingers, reap, remove temp files. Safe to call twice. */
+void oracle_target_stop(struct oracle_target *t, struct keydist **truth);
+int oracle_pin_self(int cpu);
+double oracle_now(void);
+void oracle_sleep_until(double t);
+/* Busy CPU-seconds of the whole host so far (from /proc/stat). */
+double oracle_host_busy(void);
+/* CPU-seconds used by us and our reaped children. */
+double oracle_self_busy(void);
+
+/* oracle_modes.c */
+int oracle_result_init(struct oracle_result *r);
+void oracle_result_free(struct oracle_result *r);
+/* Sample w->t for the window [start, start + duration). Failures of the
+ * whole window go to d (the run is reported, not the oracle aborted). */
+int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct diag *d);
+
+/* oracle_table.c */
+struct oracle_case_result {
+	struct oracle_case *c;
+	struct oracle_result *res; /* [run * nmodes + mode] */
+	double *baseline;	   /* per run: unsampled progress rate */
+};
+void oracle_compute(const struct oracle_opts *o, struct oracle_case_result *cr);
+void oracle_print_header(FILE *f, const struct oracle_opts *o, const struct oracle_python *py,
+			 int ncases, int ncpus, double other_load);
+void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle_case_result *cr);
+int oracle_write_json(const char *path, const struct oracle_opts *o, const struct oracle_python *py,
+		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
+		      struct diag *d);
+/* Prints each broken threshold; returns how many. */
+int oracle_check(FILE *f, const struct oracle_opts *o, struct oracle_case_result *crs, int ncases);
+
+#endif /* ORACLE_RUN_H */

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/* The oracle's pure pieces: schedule, key, external protocol. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle_sched.h"
+
+double oracle_sched_uniform(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	/* 53 random bits, shifted into (0, 1]: log() below never sees 0. */
+	return ((z >> 11) + 1.0) / 9007199254740992.0;
+}
+
+void oracle_sched_init(struct oracle_sched *s, double start, double duration, double rate_hz,
+		       int poisson, uint64_t seed)
+{
+	memset(s, 0, sizeof(*s));
+	s->start = start;
+	s->deadline = start + duration;
+	s->rate_hz = rate_hz;
+	s->poisson = poisson && rate_hz > 0;
+	s->rng = seed;
+	/* A Poisson process has no arrival at its origin: the first one is a
+	 * gap away, like every other. A regular one starts at once. */
+	s->next = s->poisson ? start - log(oracle_sched_uniform(&s->rng)) / rate_hz : start;
+}
+
+bool oracle_sched_next(struct oracle_sched *s, double *t)
+{
+	if (s->rate_hz <= 0) {
+		*t = s->start;
+		s->n++;
+		return true;
+	}
+	if (s->next >= s->deadline)
+		return false;
+	*t = s->next;
+	s->n++;
+	if (s->poisson)
+		s->next += -log(oracle_sched_uniform(&s->rng)) / s->rate_hz;
+	else /* from the start, so rounding does not accumulate */
+		s->next = s->start + (double)s->n / s->rate_hz;
+	return true;
+}
+
+int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t size)
+{
+	size_t o = 0;
+	int cut = 0;
+
+	if (!size)
+		return -1;
+	buf[0] = 0;
+	for (int i = 0; i < n && !cut; i++) {
+		const char *name = frames[i].name && *frames[i].name ? frames[i].name : "?";
+		char line[16];
+
+		if (frames[i].line > 0)
+			snprintf(line, sizeof(line), "%d", frames[i].line);
+		else
+			strcpy(line, "?");
+		if (i && o + 1 < size)
+			buf[o++] = ';';
+		for (const char *p = name; *p; p++) {
+			if (o + 1 >= size) {
+				cut = 1;
+				break;
+			}
+			buf[o++] = *p == ';' ? ',' : *p;
+		}
+		if (!cut && o + 1 + strlen(line) < size) {
+			buf[o++] = ':';
+			memcpy(buf + o, line, strlen(line));
+			o += strlen(line);
+		} else {
+			cut = 1;
+		}
+	}
+	buf[o < size ? o : size - 1] = 0;
+	return cut ? -1 : (int)o;
+}
+
+static char *trim(char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = 0;
+	return s;
+}
+
+enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_frame *frames, int max)
+{
+	char *s = trim(line), *p, *save = NULL;
+	int n = 0, total = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->us = NAN;
+	if (!*s || *s == '#')
+		return out->kind = EXT_SKIP;
+	if (s[0] == 'E' && (!s[1] || s[1] == ' ')) {
+		out->text = trim(s + 1);
+		return out->kind = EXT_ERROR;
+	}
+	if (s[0] == '.' && (!s[1] || s[1] == ' ')) {
+		char *end;
+		double us = strtod(s + 1, &end);
+
+		if (end != s + 1 && us >= 0)
+			out->us = us;
+		return out->kind = EXT_END;
+	}
+	if (!strncmp(s, "tid=", 4)) {
+		out->tid = atoi(s + 4);
+		s += strcspn(s, " \t");
+		s = trim(s);
+	}
+	/* Root first on the wire; count, then fill from the leaf end so that a
+	 * stack deeper than max keeps its leaf part. */
+	for (p = s; *p; p++)
+		total += *p == ';';
+	total += *s != 0;
+	for (p = strtok_r(s, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
+		char *colon = strrchr(p, ':'), *end;
+		long ln = 0;
+		int idx = total - 1 - n++;
+
+		if (colon) {
+			ln = strtol(colon + 1, &end, 10);
+			if (end != colon + 1 && !*end)
+				*colon = 0;
+			else
+				ln = 0;
+		}
+		if (idx < max) {
+			frames[idx].name = p;
+			frames[idx].file = NULL;
+			frames[idx].line = ln > 0 ? (int)ln : 0;
+		}
+	}
+	out->nframes = n < max ? n : max;
+	if (n < total && n < max) {
+		/* Empty frames (";;") were skipped: close the gap at the leaf. */
+		memmove(frames, frames + (total - n), (size_t)out->nframes * sizeof(*frames));
+	}
+	return out->kind = out->nframes ? EXT_STACK : EXT_SKIP;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure pieces of `bpfpy oracle`, kept apart so unit tests can pin them
+ * down: the sampling schedule, the stack key, and the line protocol of
+ * external samplers.
+ */
+#ifndef ORACLE_SCHED_H
+#define ORACLE_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rules.h"
+
+/*
+ * Arrival times, absolute (seconds on any clock), from start to deadline.
+ * Regular: start + i/rate. Poisson: exponential gaps of mean 1/rate, each
+ * added to the previous arrival -- never to the time the sampler got there,
+ * so a slow sample does not push the schedule back (late arrivals are then
+ * taken at once, as the original does). rate <= 0 means "as fast as
+ * possible": every arrival is start, i.e. already due.
+ */
+struct oracle_sched {
+	double start, deadline, rate_hz, next;
+	int poisson;
+	uint64_t rng;
+	uint64_t n; /* arrivals handed out */
+};
+
+void oracle_sched_init(struct oracle_sched *s, double start, double duration, double rate_hz,
+		       int poisson, uint64_t seed);
+/* The next arrival into *t; false once it would be at or past the deadline
+ * (that arrival is never handed out). */
+bool oracle_sched_next(struct oracle_sched *s, double *t);
+/* A uniform double in (0, 1] from the schedule's generator (splitmix64). */
+double oracle_sched_uniform(uint64_t *state);
+
+/*
+ * A stack's key, as oracle-method.md defines it: the whole stack, leaf
+ * first, each frame "qualname:lineno", joined by ';' -- no file, no thread.
+ * A frame whose line is unknown (<= 0) is written "qualname:?", so that it
+ * never poses as a line. ';' inside a name (it cannot happen in CPython,
+ * but an external sampler may send anything) becomes ','. Returns the
+ * length, or -1 when buf is too small (the key is then cut, still
+ * terminated).
+ */
+int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t size);
+
+/*
+ * One line of an external sampler's output (protocol in cmd_oracle.c's
+ * --help and scripts/oracle_cpython_unwinder.py):
+ *   [tid=N ]f1;f2;...;fk   a stack, ROOT FIRST (the collapsed-stack order),
+ *                          each f "qualname:lineno" (":lineno" optional)
+ *   E [text]               a failed attempt
+ *   . [US]                 end of the attempt holding the stacks above; US,
+ *                          optional, is what that attempt cost the sampler
+ *   # text, empty lines    ignored
+ * A tool that never prints '.' makes every stack line one attempt.
+ */
+enum ext_kind { EXT_SKIP, EXT_STACK, EXT_ERROR, EXT_END };
+
+struct ext_line {
+	enum ext_kind kind;
+	int tid;	  /* 0 when not given */
+	double us;	  /* EXT_END: the attempt's cost, NAN when not given */
+	int nframes;	  /* EXT_STACK: frames, LEAF FIRST after parsing */
+	const char *text; /* EXT_ERROR: the message */
+};
+
+/* Parse line in place (names point into it). frames gets up to max frames,
+ * leaf first; a deeper stack keeps its leaf end. Returns the kind. */
+enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_frame *frames,
+			       int max);
+
+#endif /* ORACLE_SCHED_H */

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The oracle's figures: per run and mode from the counts, then over runs as
+ * oracle-method.md says (counts summed; errors%, µs, impossible%, raw_tvd,
+ * tvd_excess as mean±sample-stdev; tvd_floor as the median), printed as the
+ * original's table followed by our columns, and written as JSON.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "oracle_run.h"
+
+#define NCOLS 17
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : NAN;
+}
+
+void oracle_compute(const struct oracle_opts *o, struct oracle_case_result *cr)
+{
+	for (int run = 0; run < o->runs; run++) {
+		struct oracle_result *ref = &cr->res[run * o->nmodes + o->ref];
+		double n_ref = keydist_total(ref->dist);
+
+		for (int m = 0; m < o->nmodes; m++) {
+			struct oracle_result *r = &cr->res[run * o->nmodes + m];
+			double n = keydist_total(r->dist);
+
+			r->errors_pct = 100 * ratio((double)r->errors, (double)r->attempts);
+			r->impossible_pct = 100 * ratio((double)r->impossible, (double)r->stacks);
+			r->us = ratio(r->us_sum, (double)r->attempts);
+			r->us_sampler = ratio(r->us_sampler_sum, (double)r->attempts);
+			r->us_target =
+			    r->us_target_known ? ratio(r->us_target_sum, (double)r->attempts) : NAN;
+			if (cr->baseline[run] > 0 && !isnan(r->progress_rate))
+				r->slowdown = 100 * (1 - r->progress_rate / cr->baseline[run]);
+			if (r->truth && keydist_total(r->phases) > 0)
+				r->tvd_truth = oracle_tvd(r->phases, r->truth);
+			if (m == o->ref || n <= 0 || n_ref <= 0)
+				continue;
+			r->raw_tvd = oracle_tvd(r->dist, ref->dist);
+			r->tvd_floor = oracle_tvd_floor(ref->dist, n, n_ref);
+			r->tvd_excess = r->raw_tvd - r->tvd_floor;
+			r->tvd_noise = oracle_tvd_noise(ref->seq, ref->nseq, 0, n, n_ref);
+			{
+				struct keydist *a = keydist_new(), *b = keydist_new();
+
+				if (a && b && !keydist_fn_only(r->dist, a) &&
+				    !keydist_fn_only(ref->dist, b))
+					r->tvd_fn = oracle_tvd(a, b);
+				keydist_free(a);
+				keydist_free(b);
+			}
+		}
+	}
+}
+
+/* The figure of every run of mode m, by field offset. */
+static void gather(const struct oracle_opts *o, const struct oracle_case_result *cr, int m,
+		   size_t off, struct oracle_agg *agg)
+{
+	double x[256];
+	int n = o->runs < 256 ? o->runs : 256;
+
+	for (int run = 0; run < n; run++)
+		x[run] = *(const double *)((const char *)&cr->res[run * o->nmodes + m] + off);
+	oracle_aggregate(x, (size_t)n, agg);
+}
+
+#define F(field) offsetof(struct oracle_result, field)
+
+static void fmt_ms(char *buf, size_t len, const struct oracle_agg *a, int runs, const char *prec)
+{
+	char f[32];
+
+	if (!a->n || isnan(a->mean)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (runs > 1) {
+		snprintf(f, sizeof(f), "%s±%s", prec, prec);
+		snprintf(buf, len, f, a->mean, a->sd);
+	} else {
+		snprintf(buf, len, prec, a->mean);
+	}
+}
+
+static void fmt_med(char *buf, size_t len, const struct oracle_agg *a, const char *prec)
+{
+	if (!a->n || isnan(a->median))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, prec, a->median);
+}
+
+struct mode_sum {
+	uint64_t samples, stacks, impossible, lost, attempts;
+};
+
+static void sums(const struct oracle_opts *o, const struct oracle_case_result *cr, int m,
+		 struct mode_sum *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (int run = 0; run < o->runs; run++) {
+		const struct oracle_result *r = &cr->res[run * o->nmodes + m];
+
+		s->samples += r->samples;
+		s->stacks += r->stacks;
+		s->impossible += r->impossible;
+		s->lost += r->lost;
+		s->attempts += r->attempts;
+	}
+}
+
+static const char *const heads[NCOLS] = {
+    "mode",	   "samples",	 "stacks",    "µs",	   "errors%",	"impossible",
+    "impossible%", "tvd_excess", "tvd_floor", "raw_tvd",   "tvd_noise", "tvd_fn",
+    "tvd_truth",   "slowdown%",	 "lost",      "µs_target", "µs_sampler"};
+
+/* Display width: µ is two bytes, one column. */
+static int width(const char *s)
+{
+	int w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+void oracle_print_header(FILE *f, const struct oracle_opts *o, const struct oracle_python *py,
+			 int ncases, int ncpus, double other_load)
+{
+	fprintf(f,
+		"Python %s [%s] cases=%d runs=%d duration=%g rate_khz=%g warmup=%g "
+		"poisson_sampling=%s\n",
+		py->version, py->label, ncases, o->runs, o->duration, o->rate_khz, o->warmup,
+		o->poisson ? "True" : "False");
+	fprintf(f, "cpus=%d pinning=", ncpus);
+	if (o->pinned)
+		fprintf(f, "target:%d,sampler:%d", o->cpu_target, o->cpu_sampler);
+	else
+		fprintf(f, "none");
+	fprintf(f, " other_load=%.2f", other_load);
+	if (o->bpf_rate_hz > 0)
+		fprintf(f, " bpf_rate_hz=%.0f%s", o->bpf_rate_hz,
+			o->bpf_clamped ? " (clamped to kernel.perf_event_max_sample_rate)" : "");
+	fprintf(f, "\n");
+	if (other_load > 0.25)
+		fprintf(f,
+			"WARNING: other processes used %.2f CPUs on average during the run; "
+			"figures (µs, slowdown%%, errors%%) may be disturbed\n",
+			other_load);
+}
+
+void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle_case_result *cr)
+{
+	char cell[ORACLE_MAX_MODES + 1][NCOLS][64];
+	int w[NCOLS] = {0}, show_stacks = 0;
+	const struct oracle_result *ref0 = &cr->res[o->ref];
+
+	for (int m = 0; m < o->nmodes; m++) {
+		struct mode_sum s;
+
+		sums(o, cr, m, &s);
+		if (s.stacks != s.samples)
+			show_stacks = 1;
+	}
+	fprintf(f, "\n%s (%s) ref_keys=%zu\n", cr->c->name, cr->c->operation,
+		keydist_nkeys(ref0->dist));
+	for (int c = 0; c < NCOLS; c++)
+		snprintf(cell[0][c], 64, "%s", heads[c]);
+	for (int m = 0; m < o->nmodes; m++) {
+		char(*row)[64] = cell[m + 1];
+		struct oracle_agg a;
+		struct mode_sum s;
+		int is_ref = m == o->ref;
+
+		sums(o, cr, m, &s);
+		snprintf(row[0], 64, "%s", o->modes[m].name);
+		snprintf(row[1], 64, "%llu", (unsigned long long)s.samples);
+		snprintf(row[2], 64, "%llu", (unsigned long long)s.stacks);
+		gather(o, cr, m, F(us), &a);
+		fmt_ms(row[3], 64, &a, o->runs, "%.2f");
+		gather(o, cr, m, F(errors_pct), &a);
+		fmt_ms(row[4], 64, &a, o->runs, "%.2f");
+		snprintf(row[5], 64, "%llu", (unsigned long long)s.impossible);
+		gather(o, cr, m, F(impossible_pct), &a);
+		fmt_ms(row[6], 64, &a, o->runs, "%.2f");
+		if (is_ref) {
+			strcpy(row[7], "ref");
+			strcpy(row[8], "-");
+			strcpy(row[9], "ref");
+			strcpy(row[10], "-");
+			strcpy(row[11], "ref");
+		} else {
+			gather(o, cr, m, F(tvd_excess), &a);
+			fmt_ms(row[7], 64, &a, o->runs, "%.3f");
+			gather(o, cr, m, F(tvd_floor), &a);
+			fmt_med(row[8], 64, &a, "%.3f");
+			gather(o, cr, m, F(raw_tvd), &a);
+			fmt_ms(row[9], 64, &a, o->runs, "%.3f");
+			gather(o, cr, m, F(tvd_noise), &a);
+			fmt_med(row[10], 64, &a, "%.3f");
+			gather(o, cr, m, F(tvd_fn), &a);
+			fmt_ms(row[11], 64, &a, o->runs, "%.3f");
+		}
+		gather(o, cr, m, F(tvd_truth), &a);
+		fmt_ms(row[12], 64, &a, o->runs, "%.3f");
+		gather(o, cr, m, F(slowdown), &a);
+		fmt_ms(row[13], 64, &a, o->runs, "%.1f");
+		snprintf(row[14], 64, "%llu", (unsigned long long)s.lost);
+		gather(o, cr, m, F(us_target), &a);
+		fmt_ms(row[15], 64, &a, o->runs, "%.2f");
+		gather(o, cr, m, F(us_sampler), &a);
+		fmt_ms(row[16], 64, &a, o->runs, "%.2f");
+	}
+	for (int r = 0; r <= o->nmodes; r++)
+		for (int c = 0; c < NCOLS; c++)
+			if (width(cell[r][c]) > w[c])
+				w[c] = width(cell[r][c]);
+	for (int r = 0; r <= o->nmodes; r++) {
+		for (int c = 0; c < NCOLS; c++) {
+			if (c == 2 && !show_stacks)
+				continue;
+			/* The mode left-aligned, figures right-aligned. */
+			if (c == 0)
+				fprintf(f, "%s%*s", cell[r][c], w[c] - width(cell[r][c]), "");
+			else
+				fprintf(f, "  %*s%s", w[c] - width(cell[r][c]), "", cell[r][c]);
+		}
+		fprintf(f, "\n");
+	}
+	for (int run = 0; run < o->runs; run++)
+		for (int m = 0; m < o->nmodes; m++)
+			if (cr->res[run * o->nmodes + m].note[0])
+				fprintf(f, "note: %s run %d: %s\n", o->modes[m].name, run,
+					cr->res[run * o->nmodes + m].note);
+}
+
+static json_object *jnum(double x)
+{
+	return isnan(x) || isinf(x) ? NULL : json_object_new_double(x);
+}
+
+static json_object *jdist(const struct keydist *kd)
+{
+	json_object *j = json_object_new_object();
+	size_t it = 0;
+	const char *k;
+	double w;
+
+	while (kd && keydist_next(kd, &it, &k, &w))
+		json_object_object_add(j, k, json_object_new_double(w));
+	return j;
+}
+
+static json_object *jrun(const struct oracle_result *r, double baseline)
+{
+	json_object *j = json_object_new_object();
+
+	json_object_object_add(j, "attempts", json_object_new_uint64(r->attempts));
+	json_object_object_add(j, "samples", json_object_new_uint64(r->samples));
+	json_object_object_add(j, "stacks", json_object_new_uint64(r->stacks));
+	json_object_object_add(j, "errors", json_object_new_uint64(r->errors));
+	json_object_object_add(j, "impossible", json_object_new_uint64(r->impossible));
+	json_object_object_add(j, "lost", json_object_new_uint64(r->lost));
+	json_object_object_add(j, "errors_pct", jnum(r->errors_pct));
+	json_object_object_add(j, "impossible_pct", jnum(r->impossible_pct));
+	json_object_object_add(j, "us", jnum(r->us));
+	json_object_object_add(j, "us_target", jnum(r->us_target));
+	json_object_object_add(j, "us_sampler", jnum(r->us_sampler));
+	json_object_object_add(j, "raw_tvd", jnum(r->raw_tvd));
+	json_object_object_add(j, "tvd_floor", jnum(r->tvd_floor));
+	json_object_object_add(j, "tvd_excess", jnum(r->tvd_excess));
+	json_object_object_add(j, "tvd_noise", jnum(r->tvd_noise));
+	json_object_object_add(j, "tvd_fn", jnum(r->tvd_fn));
+	json_object_object_add(j, "tvd_truth", jnum(r->tvd_truth));
+	json_object_object_add(j, "slowdown_pct", jnum(r->slowdown));
+	json_object_object_add(j, "progress_rate", jnum(r->progress_rate));
+	json_object_object_add(j, "baseline_rate", jnum(baseline));
+	json_object_object_add(j, "elapsed_s", jnum(r->elapsed));
+	json_object_object_add(j, "note", r->note[0] ? json_object_new_string(r->note) : NULL);
+	json_object_object_add(j, "distribution", jdist(r->dist));
+	json_object_object_add(j, "impossible_stacks", jdist(r->imp));
+	json_object_object_add(j, "truth_phases", jdist(r->phases));
+	json_object_object_add(j, "truth", r->truth ? jdist(r->truth) : NULL);
+	return j;
+}
+
+int oracle_write_json(const char *path, const struct oracle_opts *o, const struct oracle_python *py,
+		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
+		      struct diag *d)
+{
+	json_object *root = json_object_new_object(), *h = json_object_new_object();
+	json_object *cases = json_object_new_array();
+	int rc;
+
+	json_object_object_add(h, "python_version", json_object_new_string(py->version));
+	json_object_object_add(h, "python_label", json_object_new_string(py->label));
+	json_object_object_add(h, "python", json_object_new_string(py->python));
+	json_object_object_add(h, "python_root", json_object_new_string(py->root));
+	json_object_object_add(h, "cases", json_object_new_int(ncases));
+	json_object_object_add(h, "runs", json_object_new_int(o->runs));
+	json_object_object_add(h, "duration", json_object_new_double(o->duration));
+	json_object_object_add(h, "rate_khz", json_object_new_double(o->rate_khz));
+	json_object_object_add(h, "warmup", json_object_new_double(o->warmup));
+	json_object_object_add(h, "poisson_sampling", json_object_new_boolean(o->poisson));
+	json_object_object_add(h, "cpus", json_object_new_int(ncpus));
+	json_object_object_add(h, "pinned", json_object_new_boolean(o->pinned));
+	json_object_object_add(h, "cpu_target",
+			       o->pinned ? json_object_new_int(o->cpu_target) : NULL);
+	json_object_object_add(h, "cpu_sampler",
+			       o->pinned ? json_object_new_int(o->cpu_sampler) : NULL);
+	json_object_object_add(h, "other_load_cpus", jnum(other_load));
+	json_object_object_add(h, "bpf_rate_hz", jnum(o->bpf_rate_hz));
+	json_object_object_add(h, "bpf_rate_clamped", json_object_new_boolean(o->bpf_clamped));
+	json_object_object_add(h, "reference_mode", json_object_new_string(o->modes[o->ref].name));
+	json_object_object_add(root, "header", h);
+	for (int ci = 0; ci < ncases; ci++) {
+		struct oracle_case_result *cr = &crs[ci];
+		json_object *jc = json_object_new_object(), *modes = json_object_new_array();
+
+		json_object_object_add(jc, "name", json_object_new_string(cr->c->name));
+		json_object_object_add(jc, "operation", json_object_new_string(cr->c->operation));
+		json_object_object_add(jc, "snippet", json_object_new_string(cr->c->py));
+		json_object_object_add(jc, "ref_keys",
+				       json_object_new_uint64(keydist_nkeys(cr->res[o->ref].dist)));
+		for (int m = 0; m < o->nmodes; m++) {
+			json_object *jm = json_object_new_object(), *runs = json_object_new_array();
+
+			json_object_object_add(jm, "mode",
+					       json_object_new_string(o->modes[m].name));
+			json_object_object_add(jm, "reference",
+					       json_object_new_boolean(m == o->ref));
+			if (o->modes[m].cmd)
+				json_object_object_add(jm, "command",
+						       json_object_new_string(o->modes[m].cmd));
+			for (int run = 0; run < o->runs; run++)
+				json_object_array_add(
+				    runs, jrun(&cr->res[run * o->nmodes + m], cr->baseline[run]));
+			json_object_object_add(jm, "runs", runs);
+			json_object_array_add(modes, jm);
+		}
+		json_object_object_add(jc, "modes", modes);
+		json_object_array_add(cases, jc);
+	}
+	json_object_object_add(root, "cases", cases);
+	rc = json_object_to_file_ext(path, root,
+				     JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	json_object_put(root);
+	if (rc)
+		return diag_set(d, EXIT_FAIL, "cannot write %s: %s", path,
+				json_util_get_last_err());
+	return 0;
+}
+
+int oracle_check(FILE *f, const struct oracle_opts *o, struct oracle_case_result *crs, int ncases)
+{
+	int broken = 0;
+
+	for (int ci = 0; ci < ncases; ci++) {
+		for (int m = 0; m < o->nmodes; m++) {
+			struct oracle_agg e, i, x;
+
+			gather(o, &crs[ci], m, F(errors_pct), &e);
+			gather(o, &crs[ci], m, F(impossible_pct), &i);
+			gather(o, &crs[ci], m, F(tvd_excess), &x);
+			if (e.n && e.mean > o->max_errors) {
+				fprintf(f, "check: %s %s: errors%% %.2f > %.2f\n", crs[ci].c->name,
+					o->modes[m].name, e.mean, o->max_errors);
+				broken++;
+			}
+			if (i.n && i.mean > o->max_impossible) {
+				fprintf(f, "check: %s %s: impossible%% %.2f > %.2f\n",
+					crs[ci].c->name, o->modes[m].name, i.mean,
+					o->max_impossible);
+				broken++;
+			}
+			if (m != o->ref && x.n && x.mean > o->max_tvd_excess) {
+				fprintf(f, "check: %s %s: tvd_excess %.3f > %.3f\n",
+					crs[ci].c->name, o->modes[m].name, x.mean,
+					o->max_tvd_excess);
+				broken++;
+			}
+			if (m != o->ref && !x.n) {
+				fprintf(f, "check: %s %s: no tvd_excess (no possible stacks)\n",
+					crs[ci].c->name, o->modes[m].name);
+				broken++;
+			}
+		}
+	}
+	return broken;
+}
