@@ -49,6 +49,7 @@ $(OUT)/bpf $(OUT)/obj $(OUT)/unit:
 # BPF: CO-RE objects against the committed vmlinux.h, then skeletons.
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+		-idirafter /usr/include/$(shell $(CC) -dumpmachine) \
 		$(WARN) -Wno-unused-function -c $< -o $@
 
 $(OUT)/bpf/%.skel.h: $(OUT)/bpf/%.bpf.o
@@ -105,3 +106,5 @@ format:
 
 clean:
 	rm -rf build build-san
+
+-include mk/fuzz.mk

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpfpy trace: USDT probes, uprobes and uretprobes that capture the firing
+ * thread's Python stack with the shared walker.
+ *
+ * Adaptive de-instrumentation, after Ocular's sys.monitoring.DISABLE: a
+ * location is (probe, code object of the leaf Python frame). Its first
+ * `threshold` hits are emitted in full; later ones only bump a counter in
+ * loc_stats, which costs a map update instead of a walk and a ring-buffer
+ * record. User space reads loc_stats to decide when every active location
+ * is saturated, and then detaches the probes altogether.
+ *
+ * Entry/return pairs (function__entry/return, uprobe/uretprobe): a return
+ * is emitted exactly when its entry was, decided by a per-thread bit stack,
+ * so the timeline never holds an E without its B (or the reverse) even when
+ * a location saturates in the middle of a recursion.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+
+struct bpf_reader {
+	int unused;
+};
+
+#define WALK_READER_T struct bpf_reader
+#define WALK_READ(r, dst, size, addr)                                                              \
+	((void)(r), bpf_probe_read_user((dst), (size), (const void *)(addr)))
+/* A probe can fire inside code a perf tick then interrupts: own slot. */
+#define SCRATCH_SLOT 1
+
+#include "frame_walker.h"
+#include "py_sample.bpf.h"
+
+#include "../user/trace_bpf.h"
+
+/* 0: emit every hit, never saturate. Set before load. */
+const volatile __u32 threshold = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TRACE_MAX_LOCS);
+	__type(key, struct trace_loc_key);
+	__type(value, struct trace_loc_stats);
+} loc_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TRACE_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, struct trace_probe_cfg);
+} probe_cfgs SEC(".maps");
+
+/* tid -> which of the open entries were emitted, one bit per depth. */
+struct pair_stack {
+	__u64 bits;
+	__u32 depth;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct pair_stack);
+} pair_stacks SEC(".maps");
+
+/* The code object of the innermost Python frame, 0 if there is none: the
+ * location key. Costs the tstate lookup (cached) and one or two frames. */
+static __always_inline __u64 leaf_code(const struct proc_config *cfg, __u32 tid, __u64 pthread_self)
+{
+	__u32 slot = SCRATCH_SLOT;
+	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	struct bpf_reader r = {};
+	struct walk_state w = {};
+	__u64 tstate;
+
+	if (!sc)
+		return 0;
+	tstate = find_tstate(&r, cfg, tid, pthread_self);
+	if (!tstate)
+		return 0;
+	w.cfg = cfg;
+	w.reader = &r;
+	w.scratch = &sc->ws;
+	w.out = sc->buf.frames;
+	w.max = 1;
+	if (walk_begin(&w, tstate) != WALK_OK)
+		return 0;
+	/* A few turns: shim and entry frames are skipped without output. */
+	bpf_loop(8, walk_loop_step, &w, 0);
+	return w.n ? sc->buf.frames[0].code : 0;
+}
+
+/* Push (role ENTRY) or pop (role RETURN) the emit decision. A pop on an
+ * empty stack (the entry happened before we attached) returns -1. */
+static __always_inline int pair_push(__u32 tid, int emitted)
+{
+	struct pair_stack zero = {}, *ps = bpf_map_lookup_elem(&pair_stacks, &tid);
+
+	if (!ps) {
+		bpf_map_update_elem(&pair_stacks, &tid, &zero, BPF_NOEXIST);
+		ps = bpf_map_lookup_elem(&pair_stacks, &tid);
+		if (!ps)
+			return 0;
+	}
+	ps->depth++;
+	if (emitted)
+		ps->bits |= 1ULL << (ps->depth & 63);
+	else
+		ps->bits &= ~(1ULL << (ps->depth & 63));
+	return 0;
+}
+
+static __always_inline int pair_pop(__u32 tid)
+{
+	struct pair_stack *ps = bpf_map_lookup_elem(&pair_stacks, &tid);
+	int was;
+
+	if (!ps || !ps->depth)
+		return -1;
+	was = (ps->bits >> (ps->depth & 63)) & 1;
+	ps->depth--;
+	return was;
+}
+
+static __always_inline int on_hit(__u32 probe_id, __u64 arg0, __u64 arg1)
+{
+	__u64 start = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct trace_loc_key key = {};
+	struct trace_loc_stats zero = {}, *st;
+	struct trace_probe_cfg *pc;
+	struct task_struct *task;
+	struct proc_config *cfg;
+	struct bpf_reader r = {};
+	__u64 hits;
+	int emit, was;
+
+	cfg = bpf_map_lookup_elem(&proc_configs, &pid);
+	if (!cfg)
+		return 0;
+	pc = bpf_map_lookup_elem(&probe_cfgs, &probe_id);
+	if (!pc)
+		return 0;
+	task = bpf_get_current_task_btf();
+	key.probe_id = probe_id;
+	key.code = leaf_code(cfg, tid, task->thread.fsbase);
+	st = bpf_map_lookup_elem(&loc_stats, &key);
+	if (!st) {
+		zero.first_ns = start;
+		bpf_map_update_elem(&loc_stats, &key, &zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&loc_stats, &key);
+		if (!st)
+			return 0;
+	}
+	hits = __sync_fetch_and_add(&st->hits, 1);
+	emit = !threshold || hits < threshold;
+	if (pc->role == TRACE_ROLE_ENTRY) {
+		pair_push(tid, emit);
+	} else if (pc->role == TRACE_ROLE_RETURN) {
+		was = pair_pop(tid);
+		if (was >= 0)
+			emit = was;
+	}
+	if (!emit) {
+		if (!st->saturated_ns)
+			st->saturated_ns = start;
+		return 0;
+	}
+	__sync_fetch_and_add(&st->emitted, 1);
+	sample_thread(&r, cfg, pid, tid, task->thread.fsbase, SAMPLE_TRACE, start, probe_id, arg0,
+		      arg1);
+	return 0;
+}
+
+SEC("usdt")
+int trace_usdt(struct pt_regs *ctx)
+{
+	long a0 = 0, a1 = 0;
+	int n = bpf_usdt_arg_cnt(ctx);
+
+	if (n > 0)
+		bpf_usdt_arg(ctx, 0, &a0);
+	if (n > 1)
+		bpf_usdt_arg(ctx, 1, &a1);
+	return on_hit((__u32)bpf_usdt_cookie(ctx), (__u64)a0, (__u64)a1);
+}
+
+SEC("uprobe")
+int trace_uprobe(struct pt_regs *ctx)
+{
+	return on_hit((__u32)bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+}
+
+SEC("uretprobe")
+int trace_uretprobe(struct pt_regs *ctx)
+{
+	return on_hit((__u32)bpf_get_attach_cookie(ctx), PT_REGS_RC(ctx), 0);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

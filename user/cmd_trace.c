@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpfpy trace: USDT probes and uprobes on a CPython process, each hit with
+ * the firing thread's Python stack, switched off where they have seen
+ * enough (see bpf/tracer.bpf.c for the per-location threshold).
+ *
+ * This file owns the loop: drain the ring buffer, symbolize, and once per
+ * --interval read the location counters: when every location that fired in
+ * the interval is saturated, detach everything (USDT semaphores then drop to
+ * zero and CPython skips even the probe's branch); --rearm attaches again.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cli_parse.h"
+#include "code_cache.h"
+#include "commands.h"
+#include "diag.h"
+#include "profile.h"
+#include "py_process.h"
+#include "record_targets.h" /* proc_starttime */
+#include "trace_model.h"
+#include "trace_probes.h"
+
+#include "tracer.skel.h"
+
+#define MAX_SPECS 64
+#define POLL_MS	  20
+
+struct trace_opts {
+	pid_t pid;
+	struct probe_spec specs[MAX_SPECS];
+	int nspecs;
+	int calls, list;
+	long threshold;
+	double interval, rearm, duration;
+	const char *output, *format;
+	int force, top;
+	unsigned max_depth;
+	int verbose, quiet;
+};
+
+static const char doc[] =
+    "Trace USDT probes and uprobes of a CPython process, with the Python stack at every "
+    "hit.\v"
+    "EVENTS. --usdt PROVIDER:NAME (PROVIDER defaults to python) on the interpreter's markers: "
+    "function__entry/return (3.15; 3.11 only for calls from C), gc__start/done, "
+    "import__find__load__start/done, audit; string arguments are read from the target. "
+    "--uprobe BINARY:SYMBOL[+OFFSET] and --uretprobe BINARY:SYMBOL on any function of a file "
+    "the target maps (BINARY: a path as in /proc/PID/maps, a file name, its stem such as "
+    "libc or libpython3.12, or 'python' for the interpreter's file); a --uretprobe paired "
+    "with an --uprobe on the same symbol gives the latency of each call. --calls traces "
+    "every Python call and return with function__entry/return, and refuses interpreters "
+    "that lack them. --list prints the probes the target's interpreter has.\n"
+    "THRESHOLD. A location is a probe plus the Python code object it fired in. Its first N "
+    "hits (--threshold N, default 500) are emitted with their stack; later hits are only "
+    "counted in the kernel. Every --interval (default 1 s), if every location that fired "
+    "is saturated, the probes are detached and the target runs at full speed; --rearm S "
+    "attaches them again after S seconds of rest. --threshold 0 traces every hit and never "
+    "detaches.\n"
+    "OUTPUT (-f): summary (default: top locations by hits; emitted, counted, when saturated; "
+    "call latency count/total/mean/p50/p99 for entry/return pairs), chrome (trace-event "
+    "JSON for Perfetto or chrome://tracing: B/E slices per thread for pairs, instant events "
+    "otherwise, arguments and the Python stack in args), collapsed (folded stacks with the "
+    "probe as leaf, weighted by hits: counted-only hits go to their location's last "
+    "stack).\n\n"
+    "EXAMPLES:\n"
+    "  sudo bpfpy trace -p 1234 --list\n"
+    "  sudo bpfpy trace -p 1234 --calls --threshold 0 -d 5 -f chrome -o calls.json\n"
+    "  sudo bpfpy trace -p 1234 --usdt python:gc__start -d 10\n"
+    "  sudo bpfpy trace -p 1234 --uprobe libsqlite3:sqlite3_step --uretprobe "
+    "libsqlite3:sqlite3_step\n"
+    "  sudo bpfpy trace -p 1234 --calls --rearm 30 -f collapsed -o calls.folded\n\n" EXIT_CODES_DOC;
+
+enum {
+	OPT_USDT = 256,
+	OPT_UPROBE,
+	OPT_URETPROBE,
+	OPT_CALLS,
+	OPT_LIST,
+	OPT_THRESHOLD,
+	OPT_INTERVAL,
+	OPT_REARM,
+	OPT_FORCE,
+	OPT_TOP,
+	OPT_MAX_DEPTH,
+};
+
+static const struct argp_option options[] = {
+    {"pid", 'p', "PID", 0, "Process to trace", 0},
+    {"usdt", OPT_USDT, "PROVIDER:NAME", 0, "A USDT probe of the interpreter (repeatable)", 0},
+    {"uprobe", OPT_UPROBE, "BIN:SYM[+OFF]", 0, "A function entry (repeatable)", 0},
+    {"uretprobe", OPT_URETPROBE, "BIN:SYM", 0, "A function return (repeatable)", 0},
+    {"calls", OPT_CALLS, NULL, 0, "Every Python call and return (function__entry/return)", 0},
+    {"list", OPT_LIST, NULL, 0, "List the target interpreter's probes and exit", 0},
+    {"threshold", OPT_THRESHOLD, "N", 0, "Hits emitted per location (default 500; 0: all)", 0},
+    {"interval", OPT_INTERVAL, "SECONDS", 0, "Saturation check period (default 1)", 0},
+    {"rearm", OPT_REARM, "SECONDS", 0, "Re-attach this long after a detach", 0},
+    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at exit or Ctrl-C)", 0},
+    {"output", 'o', "FILE", 0, "Write here (default stdout)", 0},
+    {"format", 'f', "FORMAT", 0, "summary (default), chrome or collapsed", 0},
+    {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
+    {"top", OPT_TOP, "N", 0, "Summary: locations shown (default 30)", 0},
+    {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024)", 0},
+    {"quiet", 'q', NULL, 0, "No notes on stderr", 0},
+    {"verbose", 'v', NULL, 0, "libbpf log on stderr", 0},
+    {0},
+};
+
+static long parse_long(struct argp_state *state, const char *arg, long lo, long hi,
+		       const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < lo || v > hi)
+		argp_error(state, "%s must be %ld..%ld", what, lo, hi);
+	return v;
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct trace_opts *o = state->input;
+
+	switch (key) {
+	case 'p':
+		o->pid = (pid_t)parse_long(state, arg, 1, 1 << 30, "-p");
+		break;
+	case OPT_USDT:
+	case OPT_UPROBE:
+	case OPT_URETPROBE:
+		if (o->nspecs == MAX_SPECS)
+			argp_error(state, "at most %d probes", MAX_SPECS);
+		o->specs[o->nspecs].kind = key == OPT_USDT     ? TRACE_USDT
+					   : key == OPT_UPROBE ? TRACE_UPROBE
+							       : TRACE_URETPROBE;
+		o->specs[o->nspecs++].text = arg;
+		break;
+	case OPT_CALLS:
+		o->calls = 1;
+		break;
+	case OPT_LIST:
+		o->list = 1;
+		break;
+	case OPT_THRESHOLD:
+		o->threshold = parse_long(state, arg, 0, 1L << 31, "--threshold");
+		break;
+	case OPT_INTERVAL:
+		o->interval = parse_seconds(arg);
+		if (o->interval < 0.01)
+			argp_error(state, "invalid --interval '%s'", arg);
+		break;
+	case OPT_REARM:
+		o->rearm = parse_seconds(arg);
+		if (o->rearm <= 0)
+			argp_error(state, "invalid --rearm '%s'", arg);
+		break;
+	case 'd':
+		o->duration = parse_seconds(arg);
+		if (o->duration <= 0)
+			argp_error(state, "invalid duration '%s'", arg);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		if (strcmp(arg, "summary") && strcmp(arg, "chrome") && strcmp(arg, "collapsed"))
+			argp_error(state, "unknown format '%s' (summary, chrome, collapsed)", arg);
+		o->format = arg;
+		break;
+	case OPT_FORCE:
+		o->force = 1;
+		break;
+	case OPT_TOP:
+		o->top = (int)parse_long(state, arg, 1, 1000000, "--top");
+		break;
+	case OPT_MAX_DEPTH:
+		o->max_depth = (unsigned)parse_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
+		break;
+	case 'q':
+		o->quiet = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!o->pid)
+			argp_error(state, "give -p PID");
+		if (!o->list && !o->calls && !o->nspecs)
+			argp_error(state, "give --usdt, --uprobe, --uretprobe, --calls or --list");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
+
+struct tctx {
+	struct trace_opts *o;
+	struct trace_data *td;
+	struct py_process *proc;
+	struct code_cache *cache;
+	struct sym_frame *frames;
+	char *buf; /* folded stack being built */
+	size_t buflen;
+};
+
+/* Frame labels go into ';'-joined lines: keep them one field each. */
+static void put_label(char **p, char *end, const char *name, const char *file, int line)
+{
+	int n = snprintf(*p, (size_t)(end - *p), "%s (%s:%d)", name, file, line);
+	char *s = *p;
+
+	if (n < 0)
+		return;
+	if (n >= end - *p)
+		n = (int)(end - *p) - 1;
+	for (int i = 0; i < n; i++)
+		if (s[i] == ';' || s[i] == '\n' || s[i] == '\r')
+			s[i] = '_';
+	*p += n;
+}
+
+static uint32_t decode_arg(struct tctx *c, const struct trace_probe *tp, int i, uint64_t v)
+{
+	char s[512];
+
+	if (tp->argfmt[i] != 's')
+		return TRACE_NONE;
+	if (trace_read_cstr(c->proc, v, s, sizeof(s)) < 0)
+		snprintf(s, sizeof(s), "<unreadable 0x%llx>", (unsigned long long)v);
+	return strtab_intern(&c->td->strs, s);
+}
+
+static int on_record(void *arg, void *data, size_t size)
+{
+	struct tctx *c = arg;
+	const struct sample_hdr *h = data;
+	const struct frame_rec *fr = (const struct frame_rec *)(h + 1);
+	struct trace_data *td = c->td;
+	struct trace_event e = {0};
+	const struct trace_probe *tp;
+	char *p = c->buf, *end = c->buf + c->buflen;
+
+	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(*fr) ||
+	    !(h->flags & SAMPLE_TRACE) || h->probe_id >= (uint32_t)td->nprobes)
+		return 0;
+	tp = &td->probes[h->probe_id];
+	e.ts_ns = h->ts_ns;
+	e.pid = h->pid;
+	e.tid = h->tid;
+	e.probe_id = h->probe_id;
+	e.flags = h->flags;
+	e.args[0] = h->args[0];
+	e.args[1] = h->args[1];
+	e.code = h->nframes ? fr[0].code : 0;
+	e.str[0] = decode_arg(c, tp, 0, h->args[0]);
+	e.str[1] = decode_arg(c, tp, 1, h->args[1]);
+	e.stack = e.leaf = TRACE_NONE;
+	if (h->flags & SAMPLE_ERROR)
+		td->walk_errors++;
+	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
+		code_cache_symbolize(c->cache, &fr[i], &c->frames[i]);
+	*p = 0;
+	if (h->flags & SAMPLE_TRUNCATED)
+		p += snprintf(p, (size_t)(end - p), "%s;", PROFILE_TRUNCATED_NAME);
+	for (int i = (int)h->nframes - 1; i >= 0 && p < end - 2; i--) {
+		put_label(&p, end - 1, c->frames[i].name, c->frames[i].file, c->frames[i].line);
+		if (i)
+			*p++ = ';';
+		*p = 0;
+	}
+	if (h->nframes) {
+		e.stack = strtab_intern(&td->strs, c->buf);
+		e.leaf = strtab_intern(&td->strs, c->frames[0].name);
+	}
+	e.loc = trace_loc_get(td, e.probe_id, e.code);
+	if (e.loc != TRACE_NONE && td->locs[e.loc].name == TRACE_NONE && h->nframes) {
+		snprintf(c->buf, c->buflen, "%s (%s:%d)", c->frames[0].name, c->frames[0].file,
+			 c->frames[0].firstlineno);
+		td->locs[e.loc].name = strtab_intern(&td->strs, c->buf);
+	}
+	trace_add_event(td, &e);
+	return 0;
+}
+
+/* Copy the BPF location counters into td; returns 1 when every location
+ * that fired since the last call is saturated (and at least one fired). */
+static int sync_locs(struct tracer_bpf *skel, struct trace_data *td)
+{
+	int fd = bpf_map__fd(skel->maps.loc_stats), fired = 0, unsaturated = 0;
+	struct trace_loc_key key, next, *prev = NULL;
+	struct trace_loc_stats st;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &st))
+			continue;
+		uint32_t li = trace_loc_get(td, key.probe_id, key.code);
+		struct trace_loc *l;
+
+		if (li == TRACE_NONE)
+			continue;
+		l = &td->locs[li];
+		l->hits = st.hits;
+		l->emitted = st.emitted;
+		l->first_ns = st.first_ns;
+		l->saturated_ns = st.saturated_ns;
+		if (l->hits != l->seen_hits) {
+			fired++;
+			if (!td->threshold || l->hits < td->threshold)
+				unsaturated++;
+		}
+		l->seen_hits = l->hits;
+	}
+	return fired && !unsaturated;
+}
+
+static int target_alive(pid_t pid, unsigned long long starttime)
+{
+	return proc_starttime(pid) == starttime && starttime;
+}
+
+static void clear_pair_stacks(struct tracer_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.pair_stacks);
+	__u32 k, next;
+
+	while (!bpf_map_get_next_key(fd, NULL, &next)) {
+		k = next;
+		if (bpf_map_delete_elem(fd, &k))
+			break;
+	}
+}
+
+static int trace_loop(struct tctx *c, struct tracer_bpf *skel, struct ring_buffer *rb)
+{
+	struct trace_opts *o = c->o;
+	struct trace_data *td = c->td;
+	unsigned long long st = proc_starttime(td->pid);
+	uint64_t now = mono_ns(), next_check = now + (uint64_t)(o->interval * 1e9);
+	uint64_t deadline = o->duration > 0 ? now + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	uint64_t detached_at = 0;
+	struct diag d = {0};
+
+	while (!stop_requested && now < deadline) {
+		if (ring_buffer__consume(rb) == 0)
+			usleep(POLL_MS * 1000);
+		now = mono_ns();
+		if (now < next_check)
+			continue;
+		next_check = now + (uint64_t)(o->interval * 1e9);
+		if (!target_alive(td->pid, st)) {
+			if (!o->quiet)
+				fprintf(stderr, "bpfpy trace: pid %d exited\n", td->pid);
+			break;
+		}
+		if (!detached_at && td->threshold && sync_locs(skel, td)) {
+			/* Drain first: what fired before the detach still counts. */
+			ring_buffer__consume(rb);
+			trace_probes_detach(td);
+			trace_forget_open(td);
+			detached_at = mono_ns();
+			td->ndetach++;
+			if (!o->quiet)
+				fprintf(stderr,
+					"bpfpy trace: every active location saturated at %.2f s: "
+					"probes detached%s\n",
+					(detached_at - td->t0_ns) / 1e9,
+					o->rearm > 0 ? "" : " (no --rearm: for good)");
+		} else if (detached_at && o->rearm > 0 && now - detached_at >= o->rearm * 1e9) {
+			clear_pair_stacks(skel);
+			if (trace_probes_attach(td, skel->progs.trace_usdt,
+						skel->progs.trace_uprobe,
+						skel->progs.trace_uretprobe, &d))
+				return diag_report(&d);
+			td->detached_ns += now - detached_at;
+			detached_at = 0;
+			td->nrearm++;
+			sync_locs(skel, td); /* new baseline: hits while detached are none */
+		}
+	}
+	ring_buffer__consume(rb);
+	now = mono_ns();
+	if (detached_at)
+		td->detached_ns += now - detached_at;
+	td->t1_ns = now;
+	sync_locs(skel, td);
+	return EXIT_OK;
+}
+
+static void read_counters(struct tracer_bpf *skel, struct trace_data *td)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(skel->maps.counters);
+	uint64_t *vals;
+
+	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+		return;
+	for (__u32 k = 0; k < CNT__COUNT; k++) {
+		uint64_t sum = 0;
+
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			sum += vals[i];
+		if (k == CNT_LOST)
+			td->lost = sum;
+		else if (k == CNT_NO_PYTHON)
+			td->no_python = sum;
+	}
+	free(vals);
+}
+
+static int write_output(struct trace_opts *o, struct trace_data *td, struct diag *d)
+{
+	const char *fmt = o->format ? o->format : "summary";
+	struct out_file of = {0};
+	FILE *f = stdout;
+	int err;
+
+	if (o->output) {
+		if (out_file_open(&of, o->output, o->force, d))
+			return -1;
+		f = of.f;
+	}
+	if (!strcmp(fmt, "chrome"))
+		err = trace_write_chrome(f, td, d);
+	else if (!strcmp(fmt, "collapsed"))
+		err = trace_write_collapsed(f, td, d);
+	else
+		err = trace_write_summary(f, td, o->top ? o->top : 30, d);
+	if (!o->output) {
+		fflush(stdout);
+		return err;
+	}
+	if (err) {
+		out_file_abort(&of);
+		return -1;
+	}
+	return out_file_commit(&of, d);
+}
+
+static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct trace_data *td,
+		       struct py_process *proc, struct diag *d)
+{
+	struct tracer_bpf *skel = tracer_bpf__open();
+	__u32 key = (__u32)td->pid;
+	int err;
+
+	if (!skel)
+		return diag_errno(d, errno, "cannot open the BPF tracer");
+	*out = skel;
+	skel->rodata->threshold = td->threshold;
+	bpf_map__set_max_entries(skel->maps.events, 16 << 20);
+	err = tracer_bpf__load(skel);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			return diag_set(d, EXIT_PERMISSION,
+					"cannot load BPF programs: %s (needs CAP_BPF and "
+					"CAP_PERFMON, or root)",
+					strerror(-err));
+		return diag_set(d, EXIT_HOST,
+				"cannot load the BPF tracer: %s (run with -v for the verifier log)",
+				strerror(-err));
+	}
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.proc_configs), &key, &proc->cfg, BPF_ANY))
+		return diag_errno(d, errno, "pid %d: cannot register with the BPF tracer", td->pid);
+	for (int i = 0; i < td->nprobes; i++) {
+		struct trace_probe_cfg pc = {.role = (__u32)td->probes[i].role};
+		__u32 id = (__u32)i;
+
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.probe_cfgs), &id, &pc, BPF_ANY))
+			return diag_errno(d, errno, "cannot configure probe %d", i);
+	}
+	(void)o;
+	return 0;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	struct trace_opts o = {.threshold = 500, .interval = 1.0};
+	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	struct trace_data td = {0};
+	struct py_process proc;
+	struct tracer_bpf *skel = NULL;
+	struct ring_buffer *rb = NULL;
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct tctx c = {.o = &o, .td = &td, .proc = &proc};
+	struct diag d = {0};
+	int ret = EXIT_OK;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return EXIT_USAGE;
+	libbpf_set_print(o.verbose ? libbpf_print : libbpf_quiet);
+	if (py_process_open(&proc, o.pid, o.max_depth, &d))
+		return diag_report(&d);
+	if (o.list)
+		return trace_list(stdout, &proc, &d) ? diag_report(&d) : EXIT_OK;
+	td.pid = o.pid;
+	td.threshold = (uint32_t)o.threshold;
+	td.interval_s = o.interval;
+	td.rearm_s = o.rearm;
+	snprintf(td.comm, sizeof(td.comm), "%s", proc.comm);
+	snprintf(td.version, sizeof(td.version), "%s", proc.version);
+	if (trace_probes_resolve(&td, &proc, o.specs, o.nspecs, o.calls, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	/* Refuse an existing output file before tracing anything. */
+	if (o.output && !o.force && access(o.output, F_OK) == 0) {
+		diag_set(&d, EXIT_USAGE, "%s exists (use --force)", o.output);
+		ret = diag_report(&d);
+		goto out;
+	}
+	c.cache = code_cache_new(&proc.mem, &proc.cfg.off, 0);
+	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
+	c.buflen = 256 * 1024;
+	c.buf = malloc(c.buflen);
+	if (!c.cache || !c.frames || !c.buf) {
+		diag_errno(&d, ENOMEM, "trace");
+		ret = diag_report(&d);
+		goto out;
+	}
+	if (open_tracer(&skel, &o, &td, &proc, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &c, NULL);
+	if (!rb) {
+		diag_errno(&d, errno, "cannot set up the BPF ring buffer");
+		ret = diag_report(&d);
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	td.t0_ns = mono_ns();
+	if (trace_probes_attach(&td, skel->progs.trace_usdt, skel->progs.trace_uprobe,
+				skel->progs.trace_uretprobe, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	if (!o.quiet)
+		fprintf(stderr,
+			"bpfpy trace: pid %d (%s), CPython %s: %d probe%s attached, "
+			"threshold %ld%s\n",
+			o.pid, proc.comm, proc.version, td.nprobes, td.nprobes == 1 ? "" : "s",
+			o.threshold, o.threshold ? "" : " (full tracing)");
+	ret = trace_loop(&c, skel, rb);
+	trace_probes_detach(&td);
+	read_counters(skel, &td);
+	if (ret == EXIT_OK && write_output(&o, &td, &d))
+		ret = diag_report(&d);
+out:
+	trace_probes_detach(&td);
+	ring_buffer__free(rb);
+	tracer_bpf__destroy(skel);
+	code_cache_free(c.cache);
+	free(c.frames);
+	free(c.buf);
+	trace_data_free(&td);
+	return ret;
+}

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The outputs of bpfpy trace: a summary table, Chrome trace-event JSON and
+ * folded stacks, all from struct trace_data.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "diag.h"
+#include "bpfpy.h"
+#include "trace_model.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static const struct trace_data *sort_td;
+
+static int cmp_loc_hits(const void *a, const void *b)
+{
+	const struct trace_loc *x = &sort_td->locs[*(const uint32_t *)a];
+	const struct trace_loc *y = &sort_td->locs[*(const uint32_t *)b];
+
+	return x->hits < y->hits ? 1 : x->hits > y->hits ? -1 : 0;
+}
+
+/* Nearest-rank percentile of sorted v. */
+static uint64_t pct(const uint64_t *v, size_t n, double p)
+{
+	size_t k = (size_t)(p * (double)n + 0.999999);
+
+	if (k < 1)
+		k = 1;
+	return v[(k > n ? n : k) - 1];
+}
+
+static const char *loc_name(const struct trace_data *td, const struct trace_loc *l, char *buf,
+			    size_t len)
+{
+	if (l->name != TRACE_NONE)
+		return strtab_get(&td->strs, l->name);
+	if (!l->code)
+		return "<no Python frame>";
+	snprintf(buf, len, "<code 0x%llx>", (unsigned long long)l->code);
+	return buf;
+}
+
+int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
+{
+	uint32_t *ix = malloc((td->nlocs + 1) * sizeof(*ix));
+	uint64_t hits = 0, emitted = 0;
+	char buf[64];
+
+	if (!ix)
+		return diag_errno(d, ENOMEM, "summary");
+	for (uint32_t i = 0; i < td->nlocs; i++) {
+		ix[i] = i;
+		hits += td->locs[i].hits;
+		emitted += td->locs[i].emitted;
+		if (td->locs[i].nlat)
+			qsort(td->locs[i].lat, td->locs[i].nlat, sizeof(uint64_t), cmp_u64);
+	}
+	sort_td = td;
+	qsort(ix, td->nlocs, sizeof(*ix), cmp_loc_hits);
+	fprintf(f, "bpfpy trace: pid %d (%s), CPython %s, %.2f s, threshold %u%s\n", td->pid,
+		td->comm, td->version, (td->t1_ns - td->t0_ns) / 1e9, td->threshold,
+		td->threshold ? "" : " (full tracing)");
+	fprintf(f,
+		"hits %llu, emitted %llu, events kept %zu, lost %llu, walk errors %llu, "
+		"no thread state %llu\n",
+		(unsigned long long)hits, (unsigned long long)emitted, td->nev,
+		(unsigned long long)td->lost, (unsigned long long)td->walk_errors,
+		(unsigned long long)td->no_python);
+	fprintf(f, "detached %.3f s in total (%u detach%s, %u rearm%s)\n", td->detached_ns / 1e9,
+		td->ndetach, td->ndetach == 1 ? "" : "es", td->nrearm, td->nrearm == 1 ? "" : "s");
+	fprintf(f, "%10s %9s %10s %10s %8s %10s %10s %10s %10s  %s\n", "HITS", "EMITTED", "COUNTED",
+		"SATURATED", "CALLS", "TOTAL_us", "MEAN_us", "P50_us", "P99_us", "PROBE  LOCATION");
+	for (uint32_t k = 0; k < td->nlocs && (int)k < top; k++) {
+		const struct trace_loc *l = &td->locs[ix[k]];
+		char sat[32] = "-";
+
+		if (l->saturated_ns && l->saturated_ns >= td->t0_ns)
+			snprintf(sat, sizeof(sat), "%.3fs", (l->saturated_ns - td->t0_ns) / 1e9);
+		fprintf(f, "%10llu %9llu %10llu %10s ", (unsigned long long)l->hits,
+			(unsigned long long)l->emitted, (unsigned long long)(l->hits - l->emitted),
+			sat);
+		if (l->nlat) {
+			uint64_t tot = 0;
+
+			for (size_t i = 0; i < l->nlat; i++)
+				tot += l->lat[i];
+			fprintf(f, "%8zu %10.1f %10.3f %10.3f %10.3f  ", l->nlat, tot / 1e3,
+				tot / 1e3 / (double)l->nlat, pct(l->lat, l->nlat, 0.5) / 1e3,
+				pct(l->lat, l->nlat, 0.99) / 1e3);
+		} else {
+			fprintf(f, "%8s %10s %10s %10s %10s  ", "-", "-", "-", "-", "-");
+		}
+		fprintf(f, "%s  %s\n", td->probes[l->probe_id].label,
+			loc_name(td, l, buf, sizeof(buf)));
+	}
+	if (td->nlocs > (uint32_t)top)
+		fprintf(f, "(%u more locations; --top N)\n", td->nlocs - (uint32_t)top);
+	free(ix);
+	return ferror(f) ? diag_errno(d, EIO, "writing the summary") : 0;
+}
+
+static int cmp_ev_ts(const void *a, const void *b)
+{
+	const struct trace_event *x = &sort_td->ev[*(const uint32_t *)a];
+	const struct trace_event *y = &sort_td->ev[*(const uint32_t *)b];
+
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* The stack as a JSON array, leaf first (as a debugger prints it). */
+static json_object *stack_json(const struct trace_data *td, uint32_t stack)
+{
+	json_object *a = json_object_new_array();
+	const char *s = strtab_get(&td->strs, stack), *e;
+	size_t n = 0;
+	const char *parts[BPFPY_MAX_DEPTH + 1];
+	size_t lens[BPFPY_MAX_DEPTH + 1];
+
+	while (*s && n <= BPFPY_MAX_DEPTH) {
+		e = strchr(s, ';');
+		parts[n] = s;
+		lens[n++] = e ? (size_t)(e - s) : strlen(s);
+		if (!e)
+			break;
+		s = e + 1;
+	}
+	while (n--)
+		json_object_array_add(a, json_object_new_string_len(parts[n], (int)lens[n]));
+	return a;
+}
+
+static json_object *event_json(const struct trace_data *td, const struct trace_event *e,
+			       const char *ph, const char *name)
+{
+	const struct trace_probe *tp = &td->probes[e->probe_id];
+	json_object *o = json_object_new_object(), *args = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "cat",
+			       json_object_new_string(tp->kind == TRACE_USDT	 ? "usdt"
+						      : tp->kind == TRACE_UPROBE ? "uprobe"
+										 : "uretprobe"));
+	json_object_object_add(o, "ph", json_object_new_string(ph));
+	json_object_object_add(o, "ts", json_object_new_double((e->ts_ns - td->t0_ns) / 1e3));
+	json_object_object_add(o, "pid", json_object_new_int(e->pid));
+	json_object_object_add(o, "tid", json_object_new_int(e->tid));
+	if (ph[0] == 'i')
+		json_object_object_add(o, "s", json_object_new_string("t"));
+	json_object_object_add(args, "probe", json_object_new_string(tp->label));
+	for (int i = 0; i < 2 && tp->argfmt[i]; i++) {
+		json_object *v;
+		char hex[24];
+
+		if (tp->argfmt[i] == 's')
+			v = json_object_new_string(strtab_get(&td->strs, e->str[i]));
+		else if (tp->argfmt[i] == 'i')
+			v = json_object_new_int64((int64_t)e->args[i]);
+		else {
+			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)e->args[i]);
+			v = json_object_new_string(hex);
+		}
+		json_object_object_add(args, tp->argname[i] ? tp->argname[i] : "arg", v);
+	}
+	if (e->stack != TRACE_NONE)
+		json_object_object_add(args, "stack", stack_json(td, e->stack));
+	json_object_object_add(o, "args", args);
+	return o;
+}
+
+struct chrome_tid {
+	uint32_t tid, depth;
+};
+
+/* B/E must nest per thread: an E whose B we never saw (entered before we
+ * attached) becomes an instant event instead of closing someone else's B. */
+static uint32_t *depth_of(struct chrome_tid **v, size_t *n, uint32_t tid)
+{
+	struct chrome_tid *nv;
+
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].tid == tid)
+			return &(*v)[i].depth;
+	nv = realloc(*v, (*n + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	*v = nv;
+	nv[*n].tid = tid;
+	nv[*n].depth = 0;
+	return &nv[(*n)++].depth;
+}
+
+static void pair_name(const struct trace_data *td, const struct trace_event *e, char *buf,
+		      size_t len)
+{
+	const struct trace_probe *tp = &td->probes[e->probe_id];
+
+	if (tp->kind == TRACE_USDT && e->str[1] != TRACE_NONE)
+		snprintf(buf, len, "%s", strtab_get(&td->strs, e->str[1]));
+	else if (tp->kind == TRACE_USDT && e->leaf != TRACE_NONE)
+		snprintf(buf, len, "%s", strtab_get(&td->strs, e->leaf));
+	else if (tp->kind != TRACE_USDT)
+		snprintf(buf, len, "%s", tp->symbol);
+	else
+		snprintf(buf, len, "%s", tp->label);
+}
+
+int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
+{
+	uint32_t *ix = malloc((td->nev + 1) * sizeof(*ix));
+	struct chrome_tid *tids = NULL;
+	size_t ntids = 0;
+	json_object *meta;
+	char name[512];
+
+	if (!ix)
+		return diag_errno(d, ENOMEM, "chrome trace");
+	for (size_t i = 0; i < td->nev; i++)
+		ix[i] = (uint32_t)i;
+	sort_td = td;
+	qsort(ix, td->nev, sizeof(*ix), cmp_ev_ts);
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	meta = json_object_new_object();
+	json_object_object_add(meta, "name", json_object_new_string("process_name"));
+	json_object_object_add(meta, "ph", json_object_new_string("M"));
+	json_object_object_add(meta, "pid", json_object_new_int(td->pid));
+	json_object_object_add(meta, "tid", json_object_new_int(td->pid));
+	snprintf(name, sizeof(name), "%s (pid %d, CPython %s)", td->comm, td->pid, td->version);
+	{
+		json_object *a = json_object_new_object();
+
+		json_object_object_add(a, "name", json_object_new_string(name));
+		json_object_object_add(meta, "args", a);
+	}
+	fputs(json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN), f);
+	json_object_put(meta);
+	for (size_t k = 0; k < td->nev; k++) {
+		const struct trace_event *e = &td->ev[ix[k]];
+		const struct trace_probe *tp = &td->probes[e->probe_id];
+		uint32_t *depth = depth_of(&tids, &ntids, e->tid);
+		const char *ph = "i";
+		json_object *o;
+
+		if (tp->pair >= 0 && tp->role == TRACE_ROLE_ENTRY && depth) {
+			ph = "B";
+			(*depth)++;
+		} else if (tp->pair >= 0 && tp->role == TRACE_ROLE_RETURN && depth && *depth) {
+			ph = "E";
+			(*depth)--;
+		}
+		if (ph[0] == 'i')
+			snprintf(name, sizeof(name), "%s", tp->label);
+		else
+			pair_name(td, e, name, sizeof(name));
+		o = event_json(td, e, ph, name);
+		fputs(",\n", f);
+		fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), f);
+		json_object_put(o);
+	}
+	fprintf(f,
+		"\n],\"otherData\":{\"tool\":\"bpfpy trace\",\"threshold\":%u,"
+		"\"detached_s\":%.6f}}\n",
+		td->threshold, td->detached_ns / 1e9);
+	free(tids);
+	free(ix);
+	return ferror(f) ? diag_errno(d, EIO, "writing the chrome trace") : 0;
+}
+
+int trace_write_collapsed(FILE *f, struct trace_data *td, struct diag *d)
+{
+	struct strtab folds = {0};
+	uint64_t *counts = NULL;
+	uint32_t cap = 0;
+	char *buf = malloc(300 * 1024);
+	int ret = 0;
+
+	if (!buf)
+		return diag_errno(d, ENOMEM, "collapsed");
+	for (size_t k = 0; k < td->nev; k++) {
+		const struct trace_event *e = &td->ev[k];
+		uint32_t id;
+
+		snprintf(buf, 300 * 1024, "%s%s[%s]", strtab_get(&td->strs, e->stack),
+			 e->stack != TRACE_NONE ? ";" : "", td->probes[e->probe_id].label);
+		id = strtab_intern(&folds, buf);
+		if (id == TRACE_NONE)
+			continue;
+		if (id >= cap) {
+			uint32_t nc = cap ? 2 * cap : 1024;
+			uint64_t *nv = realloc(counts, nc * sizeof(*nv));
+
+			if (!nv)
+				continue;
+			memset(nv + cap, 0, (nc - cap) * sizeof(*nv));
+			counts = nv;
+			cap = nc;
+		}
+		counts[id]++;
+		if (e->loc != TRACE_NONE)
+			td->locs[e->loc].last_fold = id;
+	}
+	/* Hits only counted in the kernel have no stack of their own; their
+	 * location's code object is the leaf, so its last stack is the best
+	 * stand-in and keeps the weights equal to the hits. */
+	for (uint32_t i = 0; i < td->nlocs; i++) {
+		const struct trace_loc *l = &td->locs[i];
+
+		if (l->hits > l->emitted && l->last_fold != TRACE_NONE && l->last_fold < cap)
+			counts[l->last_fold] += l->hits - l->emitted;
+	}
+	for (uint32_t i = 0; i < folds.n; i++)
+		if (i < cap && counts[i])
+			fprintf(f, "%s %llu\n", folds.s[i], (unsigned long long)counts[i]);
+	if (ferror(f))
+		ret = diag_errno(d, EIO, "writing folded stacks");
+	strtab_free(&folds);
+	free(counts);
+	free(buf);
+	return ret;
+}
