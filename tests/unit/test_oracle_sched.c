@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/* The oracle's pure pieces: the sampling schedule (absolute, never past the
+ * deadline), the stack key, and the external samplers' line protocol. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "oracle_sched.h"
+
+static void regular_is_absolute_and_bounded(void **state)
+{
+	struct oracle_sched s;
+	double t, prev = -1;
+	uint64_t n = 0;
+
+	(void)state;
+	oracle_sched_init(&s, 100.0, 1.0, 1000, 0, 1);
+	while (oracle_sched_next(&s, &t)) {
+		/* start + i/rate exactly: no accumulated rounding */
+		assert_true(fabs(t - (100.0 + (double)n / 1000)) < 1e-9);
+		assert_true(t < 101.0);
+		assert_true(t > prev);
+		prev = t;
+		n++;
+	}
+	assert_int_equal(n, 1000);
+	/* Exhausted stays exhausted. */
+	assert_false(oracle_sched_next(&s, &t));
+}
+
+static void poisson_is_exponential_and_bounded(void **state)
+{
+	struct oracle_sched s, s2;
+	double t, t2, prev = 50.0, sum = 0, sumsq = 0;
+	uint64_t n = 0;
+
+	(void)state;
+	oracle_sched_init(&s, 50.0, 10.0, 1000, 1, 42);
+	oracle_sched_init(&s2, 50.0, 10.0, 1000, 1, 42);
+	while (oracle_sched_next(&s, &t)) {
+		double gap = t - prev;
+
+		assert_true(oracle_sched_next(&s2, &t2));
+		assert_true(t == t2); /* same seed, same schedule */
+		assert_true(t < 60.0);
+		assert_true(gap > 0);
+		sum += gap;
+		sumsq += gap * gap;
+		prev = t;
+		n++;
+	}
+	/* 10 000 arrivals expected, sd 100: 5 sd either way. */
+	assert_true(n > 9500 && n < 10500);
+	/* Exponential: mean 1 ms, coefficient of variation 1 (within 5%). */
+	{
+		double mean = sum / (double)n, sd = sqrt(sumsq / (double)n - mean * mean);
+
+		assert_true(fabs(mean - 0.001) < 0.00005);
+		assert_true(fabs(sd / mean - 1.0) < 0.05);
+	}
+}
+
+static void poisson_late_sampler_does_not_shift_schedule(void **state)
+{
+	struct oracle_sched a, b;
+	double ta, tb;
+
+	(void)state;
+	/* The schedule depends only on the seed, never on when next() is
+	 * called: a sampler that is late gets the same (past) arrivals. */
+	oracle_sched_init(&a, 0, 1.0, 100, 1, 7);
+	oracle_sched_init(&b, 0, 1.0, 100, 1, 7);
+	while (oracle_sched_next(&a, &ta)) {
+		assert_true(oracle_sched_next(&b, &tb));
+		assert_true(ta == tb);
+	}
+	assert_false(oracle_sched_next(&b, &tb));
+}
+
+static void zero_rate_is_always_due(void **state)
+{
+	struct oracle_sched s;
+	double t;
+
+	(void)state;
+	oracle_sched_init(&s, 5.0, 1.0, 0, 1, 1);
+	for (int i = 0; i < 1000; i++) {
+		assert_true(oracle_sched_next(&s, &t));
+		assert_true(t == 5.0);
+	}
+}
+
+static void key_is_leaf_first_name_line(void **state)
+{
+	struct rule_frame f[] = {{"leaf_a", "x.py", 10},
+				 {"hot_a", "x.py", 12},
+				 {"main", NULL, 18},
+				 {"<module>", "", 24}};
+	struct rule_frame odd[] = {{"we;ird", "x.py", 0}, {NULL, NULL, 3}};
+	char buf[128], small[12];
+
+	(void)state;
+	assert_int_equal(oracle_key_build(f, 4, buf, sizeof(buf)),
+			 (int)strlen("leaf_a:10;hot_a:12;main:18;<module>:24"));
+	assert_string_equal(buf, "leaf_a:10;hot_a:12;main:18;<module>:24");
+	oracle_key_build(odd, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "we,ird:?;?:3");
+	assert_int_equal(oracle_key_build(f, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(oracle_key_build(f, 4, small, sizeof(small)), -1);
+	assert_true(strlen(small) < sizeof(small));
+}
+
+static void ext_protocol(void **state)
+{
+	struct rule_frame fr[8];
+	struct ext_line el;
+	char l1[] = "tid=77 <module>:24;main:18;hot_a:12;leaf_a:10\n";
+	char l2[] = "E torn chain at 0x1234\n";
+	char l3[] = ". 12.5\n";
+	char l4[] = "# comment\n";
+	char l5[] = "a;b;c;d;e;f;g;h;i;j\n";
+	char l6[] = "main;noline:x\n";
+	char l7[] = ".\n";
+
+	(void)state;
+	assert_int_equal(oracle_ext_parse(l1, &el, fr, 8), EXT_STACK);
+	assert_int_equal(el.tid, 77);
+	assert_int_equal(el.nframes, 4);
+	assert_string_equal(fr[0].name, "leaf_a");
+	assert_int_equal(fr[0].line, 10);
+	assert_string_equal(fr[3].name, "<module>");
+	assert_int_equal(fr[3].line, 24);
+	assert_int_equal(oracle_ext_parse(l2, &el, fr, 8), EXT_ERROR);
+	assert_string_equal(el.text, "torn chain at 0x1234");
+	assert_int_equal(oracle_ext_parse(l3, &el, fr, 8), EXT_END);
+	assert_true(fabs(el.us - 12.5) < 1e-9);
+	assert_int_equal(oracle_ext_parse(l7, &el, fr, 8), EXT_END);
+	assert_true(isnan(el.us));
+	assert_int_equal(oracle_ext_parse(l4, &el, fr, 8), EXT_SKIP);
+	/* Deeper than max: the leaf end is kept. */
+	assert_int_equal(oracle_ext_parse(l5, &el, fr, 8), EXT_STACK);
+	assert_int_equal(el.nframes, 8);
+	assert_string_equal(fr[0].name, "j");
+	assert_string_equal(fr[7].name, "c");
+	/* A colon not followed by a number is part of the name. */
+	assert_int_equal(oracle_ext_parse(l6, &el, fr, 8), EXT_STACK);
+	assert_string_equal(fr[0].name, "noline:x");
+	assert_int_equal(fr[0].line, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(regular_is_absolute_and_bounded),
+	    cmocka_unit_test(poisson_is_exponential_and_bounded),
+	    cmocka_unit_test(poisson_late_sampler_does_not_shift_schedule),
+	    cmocka_unit_test(zero_rate_is_always_due),
+	    cmocka_unit_test(key_is_leaf_first_name_line),
+	    cmocka_unit_test(ext_protocol),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
