@@ -59,7 +59,7 @@ $(OUT)/obj/%.o: user/%.c user/*.h bpf/bpfpy.h bpf/frame_walker.h $(SKELS) | $(OU
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUT)/libbpfpy.a: $(USER_OBJS)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(OUT)/bpfpy: $(OUT)/obj/main.o $(OUT)/libbpfpy.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
