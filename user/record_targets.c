@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A process just started has no interpreter for a few milliseconds: it is
@@ -107,6 +108,23 @@ fail:
 	return -1;
 }
 
+/* A process written off as not Python may exec one later (a shell that execs
+ * python, or a fork caught before its exec): a written-off entry keeps, in
+ * its negative tries, a tag of the executable it had, and is looked at again
+ * when the executable changes. */
+static int exe_tag(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	unsigned long long h;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st))
+		return -1;
+	h = (unsigned long long)st.st_ino * 0x9e3779b97f4a7c15ull ^ (unsigned long long)st.st_dev;
+	return -2 - (int)(h % 0x3ffffff0u);
+}
+
 static struct seen_pid *seen_find(struct target_set *ts, pid_t pid, unsigned long long st)
 {
 	for (int i = 0; i < ts->nseen; i++)
@@ -164,6 +182,8 @@ int targets_scan(struct target_set *ts)
 			continue;
 		st = proc_starttime((pid_t)v);
 		s = seen_find(ts, (pid_t)v, st);
+		if (s && s->tries < 0 && s->tries != exe_tag((pid_t)v))
+			s->tries = 0; /* exec'd something else since: look again */
 		if (!s || s->tries < 0 || s->tries >= NOT_READY_TRIES)
 			continue;
 		if (!ts->all && !is_descendant(ts, (pid_t)v))
@@ -177,7 +197,7 @@ int targets_scan(struct target_set *ts)
 		if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN)
 			s->tries++;
 		else
-			s->tries = -1;
+			s->tries = exe_tag((pid_t)v);
 		if (ts->verbose && d.code == EXIT_UNSUPPORTED)
 			fprintf(stderr, "bpfpy: skipping %s\n", d.msg);
 	}
