@@ -375,7 +375,7 @@ static void window(struct loop *l, struct oracle_case *c, const struct oracle_mo
 	struct diag d = {0};
 
 	progress_line(l, c, m->name, run);
-	if (oracle_target_start(&t, c, l->py, l->o, &d) || oracle_target_wait_ready(&t, 15.0, &d)) {
+	if (oracle_target_start(&t, c, l->py, l->o, &d) || oracle_target_wait_ready(&t, 30.0, &d)) {
 		snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	} else {
 		oracle_sleep_until(oracle_now() + l->o->warmup);

@@ -477,7 +477,8 @@ int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct dia
 		}
 		usleep(2000);
 	}
-	return diag_set(d, EXIT_FAIL, "the snippet's progress counter did not move in %.0f s",
+	return diag_set(d, EXIT_FAIL,
+			"the snippet's progress counter did not move in %.0f s (host overloaded?)",
 			timeout);
 }
 
