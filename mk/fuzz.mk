@@ -1,0 +1,54 @@
+# libFuzzer targets (tests/fuzz/fuzz_*.c), included from the Makefile.
+#   make fuzz            build, then run every target for FUZZ_SECONDS (60) each
+#   make fuzz-smoke      the same for ~10 s each (CI: tests/integration/test_fuzz_smoke.sh)
+#   make fuzz-seeds      regenerate the walker's seed images
+#   make soak            ten minutes (SOAK_SECONDS) of record -a against churning targets
+# Each target is linked against the user/*.c files it exercises, compiled
+# again here with the fuzzer and sanitizer instrumentation (the library
+# build cannot be reused: its objects are not instrumented for coverage).
+
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_OUT := build/fuzz
+FUZZ_CFLAGS := -g -O1 -std=gnu11 $(WARN) -Iuser -Ibpf -D_GNU_SOURCE \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer -DFUZZ_DATA_DIR='"$(CURDIR)/tests/data"'
+FUZZ_TARGETS := linetable debug_offsets elf rules walker
+
+fuzz_src_linetable := user/linetable.c
+fuzz_src_debug_offsets := user/py_offsets.c user/diag.c
+fuzz_src_elf := user/elf_symbols.c user/diag.c
+fuzz_libs_elf := -lelf -lz
+fuzz_src_rules := user/rules.c user/diag.c
+fuzz_src_walker := user/stack_reader.c user/mem_reader.c user/code_cache.c user/pystr.c \
+	user/linetable.c user/py_offsets.c user/diag.c
+
+FUZZ_BINS := $(addprefix $(FUZZ_OUT)/fuzz_,$(FUZZ_TARGETS))
+
+.PHONY: fuzz fuzz-build fuzz-smoke fuzz-seeds soak
+
+$(FUZZ_OUT):
+	@mkdir -p $@
+
+.SECONDEXPANSION:
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_src_$$*) user/*.h bpf/*.h | $(FUZZ_OUT)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(fuzz_src_$*) -o $@ $(fuzz_libs_$*)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	@scripts/fuzz.sh 10 $(FUZZ_TARGETS)
+
+# The seed generator is the walker target's own file, built without libFuzzer.
+fuzz-seeds: | $(FUZZ_OUT)
+	$(FUZZ_CC) -g -O1 -std=gnu11 $(WARN) -Iuser -Ibpf -D_GNU_SOURCE -DFUZZ_SEED_MAIN \
+		-DFUZZ_DATA_DIR='"$(CURDIR)/tests/data"' tests/fuzz/fuzz_walker.c \
+		$(fuzz_src_walker) -o $(FUZZ_OUT)/walker_seeds
+	@mkdir -p tests/fuzz/corpus/walker
+	$(FUZZ_OUT)/walker_seeds tests/fuzz/corpus/walker
+
+soak: all
+	@OUT=$(OUT) scripts/soak.sh

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target for the three line-table decoders (user/linetable.c).
+ *
+ * Input: byte 0 picks the decoder (and the version linetable_line sees),
+ * bytes 1-4 the first line, bytes 5-8 an instruction index, the rest is the
+ * table. The table is copied into a block of exactly its size so that
+ * AddressSanitizer sees any read past its end: in production the table is
+ * a malloc'd copy of a target's bytes object, sized by what the target
+ * claimed.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linetable.h"
+
+static const uint32_t versions[] = {0x030801f0, 0x030901f0, 0x030a01f0, 0x030b01f0,
+				    0x030c01f0, 0x030d01f0, 0x030e01f0, 0x030f01f0};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int32_t first, instr;
+	uint8_t *tab;
+	size_t len;
+	int line;
+
+	if (size < 9)
+		return 0;
+	memcpy(&first, data + 1, 4);
+	memcpy(&instr, data + 5, 4);
+	len = size - 9;
+	tab = malloc(len ? len : 1);
+	if (!tab)
+		return 0;
+	memcpy(tab, data + 9, len);
+
+	line = linetable_line(versions[data[0] & 7], tab, len, first, instr);
+	/* A decoder answers a line or -1, never anything below. */
+	if (line < -1)
+		abort();
+	/* The indices a short table can describe, plus the edges: the
+	 * decoders are bounded by the table, not by the index asked. Capped,
+	 * since each call is linear in the table. */
+	for (int i = -2; i <= (int)(4 * (len < 64 ? len : 64)) + 2; i++) {
+		if (linetable_line_pep657(tab, len, first, i) < -1 ||
+		    linetable_line_pep626(tab, len, first, i) < -1 ||
+		    linetable_line_lnotab(tab, len, first, i) < -1)
+			abort();
+	}
+	/* Extreme indices must not overflow the position arithmetic. */
+	linetable_line_pep657(tab, len, first, INT32_MAX);
+	linetable_line_pep626(tab, len, first, INT32_MAX);
+	linetable_line_lnotab(tab, len, first, INT32_MAX);
+	linetable_line_pep657(NULL, 0, first, 0);
+	free(tab);
+	return 0;
+}
