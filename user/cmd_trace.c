@@ -473,6 +473,9 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct diag
 		err = trace_write_collapsed(f, td, d);
 	else
 		err = trace_write_summary(f, td, o->top ? o->top : 30, d);
+	/* The table is worth having next to a timeline or folded stacks. */
+	if (!err && strcmp(fmt, "summary") && !o->quiet)
+		trace_write_summary(stderr, td, o->top ? o->top : 30, d);
 	if (!o->output) {
 		fflush(stdout);
 		return err;

@@ -207,10 +207,12 @@ static void pair_name(const struct trace_data *td, const struct trace_event *e, 
 {
 	const struct trace_probe *tp = &td->probes[e->probe_id];
 
-	if (tp->kind == TRACE_USDT && e->str[1] != TRACE_NONE)
-		snprintf(buf, len, "%s", strtab_get(&td->strs, e->str[1]));
-	else if (tp->kind == TRACE_USDT && e->leaf != TRACE_NONE)
+	/* The leaf frame was read in the kernel at the hit; the funcname
+	 * argument only later, from memory that may have changed since. */
+	if (tp->kind == TRACE_USDT && e->leaf != TRACE_NONE)
 		snprintf(buf, len, "%s", strtab_get(&td->strs, e->leaf));
+	else if (tp->kind == TRACE_USDT && e->str[1] != TRACE_NONE)
+		snprintf(buf, len, "%s", strtab_get(&td->strs, e->str[1]));
 	else if (tp->kind != TRACE_USDT)
 		snprintf(buf, len, "%s", tp->symbol);
 	else

@@ -1,0 +1,21 @@
+# gc__start/gc__done with known generations: collects generation 0, 1, 2
+# and 2 again from collect_all(). Args: GO_FILE
+import gc
+import os
+import sys
+import time
+
+go = sys.argv[1]
+
+
+def collect_all():
+    for g in (0, 1, 2, 2):
+        gc.collect(g)
+
+
+print("ready", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+gc.disable()
+collect_all()
+print("done", flush=True)
