@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "trace_bpf.h"
+#include "bpfpy.h"
 
 struct bpf_link;
 struct diag;
