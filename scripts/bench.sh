@@ -1,5 +1,10 @@
 #!/bin/sh
-# make bench: see scripts/bench.py. Usage: scripts/bench.sh OUT.json [--quick]
+# make bench: sampler costs (scripts/bench.py, JSON to $1), then the tracer's
+# overhead (scripts/bench_trace.sh). Usage: scripts/bench.sh OUT.json [--quick]
 set -eu
 [ "$(id -u)" = 0 ] || { echo "bench: needs root (BPF, perf events, ptrace)" >&2; exit 1; }
-exec /usr/bin/python3 "$(dirname "$0")/bench.py" "$@"
+here=$(dirname "$0")
+/usr/bin/python3 "$here/bench.py" "$@"
+echo
+echo "== tracer overhead (scripts/bench_trace.sh)"
+"$here/bench_trace.sh"
