@@ -1,0 +1,170 @@
+#!/bin/bash
+# Bad input for bpfpy dump and record, table-driven: each row is a command,
+# the exit code it must give (as documented in --help) and a fragment its
+# stderr must hold. Cases: a PID that does not exist (3); a non-Python
+# process (4); Python 2.7/3.6/3.7 from pyenv (5, naming the version); PID 1
+# and a kernel thread (4; PID 1 gives 6 where even root may not read it);
+# bad flags and values (2); output in a missing directory, an existing output
+# without --force (2) and with it (0: replaced by a wall-clock profile of the
+# sleeping three.py); not root (6, naming the capability).
+# Also: a target that exits while record runs (exit 0, says so), and after
+# every dump of a live process its threads are not stopped nor traced.
+. "$(dirname "$0")/lib.sh"
+
+PYDIR=$ROOT_DIR/tests/integration/py
+[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
+cp "$BPFPY" "$TMP/bpfpy" && chmod 755 "$TMP" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
+
+not_stopped() { # PID WHAT
+	local t st tr l=()
+	for t in /proc/"$1"/task/*; do
+		st=$(sed 's/^.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)
+		tr=$(awk '/^TracerPid:/ {print $2}' "$t/status" 2>/dev/null)
+		[[ $st == t || $st == T || ${tr:-0} != 0 ]] && l+=("${t##*/}:$st:$tr")
+	done
+	((${#l[@]})) && bad "$2: left stopped/traced: ${l[*]}" || ok "$2: target $1 running, untraced"
+}
+
+# ---------------------------------------------------------------- processes
+start_py "$(targets | head -n 1 | cut -f2)" "$PYDIR/three.py" || { bad "three.py did not start"; finish; }
+py=$PY_PID
+sleep 1000 &
+nonpy=$!
+PIDS+=("$nonpy")
+true &
+gone=$!
+wait "$gone"
+[[ -e /proc/$gone ]] && gone=$(($(cat /proc/sys/kernel/pid_max) - 1)) # reused: take another
+old=()
+for v in 2.7 3.6 3.7; do
+	exe=$(ls -d /root/.pyenv/versions/$v.*/bin/python$v 2>/dev/null | head -n 1)
+	if [[ -z $exe ]]; then
+		echo "note: no pyenv Python $v: its rows are skipped"
+		continue
+	fi
+	"$exe" -c 'import time
+print("ready")
+while True: time.sleep(1000)' >"$TMP/old$v.out" 2>&1 &
+	PIDS+=("$!")
+	old+=("$v:$!")
+done
+for o in "${old[@]}"; do # wait for each to print
+	for _ in $(seq 1 100); do [[ -s $TMP/old${o%%:*}.out ]] && break; sleep 0.05; done
+done
+kthread=$(awk '$2 == "(kthreadd)" {print $1}' /proc/2/stat 2>/dev/null)
+kthread=${kthread:-2}
+# PID 1: a plain root can read it on a normal host (not Python: 4); where PID
+# 1 holds capabilities beyond ours (some containers), the kernel refuses and
+# bpfpy must say which privilege is missing (6).
+if head -c 1 /proc/1/maps >/dev/null 2>&1; then pid1_rc=4 pid1_msg='not a CPython process'; else pid1_rc=6 pid1_msg=CAP_SYS_PTRACE; fi
+
+mkdir -p "$TMP/outdir"
+echo existing >"$TMP/outdir/exists.folded"
+echo existing >"$TMP/outdir/exists2.folded"
+
+# ---------------------------------------------------------------- the table
+# RC|FRAGMENT|ARGS (ARGS: one word list; $vars expanded here)
+NOPRIV="setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all"
+table=$(cat <<EOF
+3|no such process|dump -p $gone
+3|no such process|dump -p $gone --nonblocking
+3|no such process|record -p $gone -d 1
+4|not a CPython process|dump -p $nonpy
+4|not a CPython process|dump -p $nonpy --json
+4|not a CPython process|record -p $nonpy -d 1
+$pid1_rc|$pid1_msg|dump -p 1 --nonblocking
+$pid1_rc|$pid1_msg|record -p 1 -d 1
+4|kernel thread|dump -p $kthread
+4|kernel thread|record -p $kthread -d 1
+2|-p PID is required|dump
+2|invalid PID|dump -p abc
+2|invalid PID|dump -p 0
+2|invalid PID|dump -p -5
+2|max-depth|dump -p $py --max-depth 0
+2|max-depth|dump -p $py --max-depth 5000
+2|unrecognized option|dump -p $py --bogus
+2|unexpected argument|dump -p $py extra
+2|give -p PID or -a|record -d 1
+2|invalid PID list|record -p 12,abc
+2|invalid rate|record -p $py -F 0
+2|invalid rate|record -p $py -F fast
+2|invalid duration|record -p $py -d -1
+2|invalid duration|record -p $py -d soon
+2|unknown format|record -p $py -f jpeg
+2|--clock must be cpu or wall|record -p $py --clock moon
+2|--idle goes with --clock wall|record -p $py --idle
+2|--poisson-factor must be 2..64|record -p $py --poisson --poisson-factor 1
+2|--max-depth must be 1..|record -p $py --max-depth 2000
+2|--ringbuf-mb must be 1..1024|record -p $py --ringbuf-mb 0
+2|cannot tell the format|record -p $py -d 1 -o $TMP/outdir/x.unknownext
+2|$TMP/nodir/sub|record -p $py -d 1 -o $TMP/nodir/sub/out.folded
+2|exists|record -p $py -d 1 -o $TMP/outdir/exists.folded
+0||record -q -p $py -d 1 --clock wall --idle -F 50 -o $TMP/outdir/exists2.folded --force
+6|CAP_|nopriv dump -p $py
+6|CAP_|nopriv dump -p $py --nonblocking
+6|CAP_BPF|nopriv record -p $py -d 1
+EOF
+)
+for o in "${old[@]}"; do
+	v=${o%%:*} p=${o#*:}
+	table+=$'\n'"5|Python $v is not supported|dump -p $p"
+	table+=$'\n'"5|Python $v is not supported|dump -p $p --nonblocking"
+	table+=$'\n'"5|Python $v is not supported|record -p $p -d 1"
+done
+
+while IFS='|' read -r want frag cmd; do
+	[[ -n $cmd ]] || continue
+	read -ra argv <<<"$cmd"
+	pre=()
+	if [[ ${argv[0]} == nopriv ]]; then
+		read -ra pre <<<"$NOPRIV"
+		argv=("${argv[@]:1}")
+	fi
+	timeout -s KILL 60 "${pre[@]}" "$BPFPY" "${argv[@]}" >"$TMP/row.out" 2>"$TMP/row.err"
+	rc=$?
+	msg=$(grep -v '^libbpf' "$TMP/row.err" | head -n 3 | tr '\n' ' ')
+	if [[ $rc == "$want" ]] && { [[ -z $frag ]] || grep -qF -- "$frag" "$TMP/row.err"; }; then
+		ok "bpfpy ${pre:+(unprivileged) }${argv[*]} -> $rc, '$frag': $msg"
+	else
+		bad "bpfpy ${pre:+(unprivileged) }${argv[*]} -> $rc (want $want with '$frag'): $msg"
+	fi
+	if [[ ${argv[0]} == dump ]]; then
+		for p in "$py" "${old[@]#*:}"; do
+			[[ " ${argv[*]} " == *" $p "* ]] && not_stopped "$p" "after dump ${argv[*]}"
+		done
+	fi
+done <<<"$table"
+
+# --force replaced the file with a profile
+grep -q 'outer' "$TMP/outdir/exists2.folded" && ok "--force: existing file replaced by the profile" ||
+	bad "--force: $TMP/outdir/exists2.folded not replaced: $(head -c 200 "$TMP/outdir/exists2.folded")"
+[[ $(cat "$TMP/outdir/exists.folded") == existing ]] && ok "without --force: existing file untouched" ||
+	bad "without --force: existing file changed"
+[[ ! -e $TMP/nodir ]] && ok "missing directory not created" || bad "record created $TMP/nodir"
+
+# a good dump of the same process still works after all that, and leaves it running
+timeout -s KILL 60 "$BPFPY" dump -p "$py" >"$TMP/good.out" 2>&1 && grep -q 'outer' "$TMP/good.out" &&
+	ok "dump -p $py still works" || bad "dump -p $py: $(head -c 300 "$TMP/good.out")"
+not_stopped "$py" "after the good dump"
+
+# ---------------------------------------------------------------- target exits
+start_py "$(targets | tail -n 1 | cut -f2)" "$PYDIR/hot.py" || { bad "hot.py did not start"; finish; }
+victim=$PY_PID
+timeout -s KILL 60 "$BPFPY" record -v -p "$victim" -o "$TMP/exit.folded" 2>"$TMP/exit.err" &
+rec=$!
+PIDS+=("$rec")
+for _ in $(seq 1 300); do grep -q "sampling pid $victim " "$TMP/exit.err" && break; sleep 0.1; done
+sleep 1 # some samples first
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+wait "$rec"
+rc=$?
+grep -v '^libbpf' "$TMP/exit.err" | sed 's/^/    /'
+if [[ $rc == 0 ]] && grep -q 'every target exited' "$TMP/exit.err" && grep -q "pid $victim .*(exited)" "$TMP/exit.err"; then
+	ok "target killed during record: exit 0, 'every target exited', summary marks it (exited)"
+else
+	bad "target killed during record: exit $rc, stderr: $(grep -v '^libbpf' "$TMP/exit.err" | tail -n 4 | tr '\n' ' ')"
+fi
+grep -q 'heavy' "$TMP/exit.folded" 2>/dev/null && ok "its samples were still written" ||
+	bad "no profile written after the target exited"
+finish
