@@ -18,6 +18,7 @@
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
+#include "oracle_html.h"
 #include "oracle_run.h"
 #include "ptrace_stop.h"
 
@@ -112,7 +113,10 @@ static const struct argp_option options[] = {
     {"python", OPT_PYTHON, "PATH|VERSION|LABEL", 0,
      "Interpreter for the snippets (default: the newest found)", 0},
     {"json", OPT_JSON, "FILE", 0, "Write every per-run figure as JSON", 0},
-    {"html", OPT_HTML, "FILE", 0, "Not implemented yet", 0},
+    {"html", OPT_HTML, "FILE", 0,
+     "Write a self-contained page: per case the table, each mode's distribution as bars, "
+     "the impossible stacks (FILE must not exist)",
+     0},
     {"check", OPT_CHECK, NULL, 0, "Exit 8 when a mode breaks a threshold", 0},
     {"max-impossible", OPT_MAX_IMP, "PCT", 0, "--check: impossible% at most (default 0)", 0},
     {"max-tvd-excess", OPT_MAX_TVD, "X", 0, "--check: tvd_excess at most (default 0.05)", 0},
@@ -256,8 +260,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		if (o->html)
-			argp_error(state, "--html is not implemented yet");
+		/* Refused before the run rather than after minutes of it; the
+		 * oracle has no --force, so an existing page is never replaced. */
+		if (o->html && !access(o->html, F_OK))
+			argp_error(state, "--html: %s already exists (remove it first)", o->html);
 		if (o->no_pin && o->pinned)
 			argp_error(state, "--cpus and --no-pin contradict each other");
 		break;
@@ -485,6 +491,13 @@ int cmd_oracle(int argc, char **argv)
 	fflush(stdout);
 	if (o.json && oracle_write_json(o.json, &o, &py, crs, ncases, ncpus, other, &d))
 		ret = diag_report(&d);
+	if (o.html) {
+		struct diag hd = {0};
+
+		if (oracle_write_html(o.html, &o, &py, crs, ncases, ncpus, other, &hd) &&
+		    ret == EXIT_OK)
+			ret = diag_report(&hd);
+	}
 	if (ret == EXIT_OK && o.check && oracle_check(stderr, &o, crs, ncases))
 		ret = EXIT_CHECK_FAILED;
 	for (int ci = 0; ci < ncases; ci++) {
