@@ -3,6 +3,7 @@
  * bpfpy: an eBPF sampler of CPython stacks, and an oracle of how truthful
  * any such sampler is. This file only dispatches to user/cmd_*.c.
  */
+#include <argp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
 {
 	char name[64];
 
+	/* argp_error() exits with EX_USAGE (64) by default; ours is 2. */
+	argp_err_exit_status = EXIT_USAGE;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
