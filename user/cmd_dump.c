@@ -291,7 +291,6 @@ int cmd_dump(int argc, char **argv)
 	struct dump_ctx c = {.p = &p, .d = &d};
 	int ret = EXIT_OK;
 
-	/* argp_error() exits by itself, with EX_USAGE (64) unless told. */
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	if (py_process_open(&p, o.pid, o.max_depth, &d))

@@ -405,7 +405,6 @@ int cmd_record(int argc, char **argv)
 	const char *format;
 	int ret = EXIT_OK;
 
-	/* argp_error() exits by itself, with EX_USAGE (64) unless told. */
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	format = o.format ? o.format : o.output ? profile_format_from_path(o.output) : "collapsed";
