@@ -219,6 +219,12 @@ int targets_reap(struct target_set *ts)
 			t->exited = 1;
 			if (ts->sampler)
 				bpf_sampler_remove(ts->sampler, t->proc.pid);
+			/* Records still in the ring buffer for this PID are dropped
+			 * (targets_find skips exited targets), so nothing reads the
+			 * cache again: free it now, or `record -a` on a host that
+			 * churns processes grows by a cache per process (the soak). */
+			code_cache_free(t->cache);
+			t->cache = NULL;
 			continue;
 		}
 		alive++;
