@@ -87,6 +87,50 @@ def record_lost(label_root_python, rate, duration=2.0):
     return int(lost.group(1)), int(emitted.group(1)), cpu, ""
 
 
+def progress_rate(path, secs):
+    """Iterations per second of a snippet, from its BPFPY_PROGRESS counter."""
+    read = lambda: int.from_bytes(open(path, "rb").read(8), "little")
+    a, t0 = read(), time.monotonic()
+    time.sleep(secs)
+    return (read() - a) / (time.monotonic() - t0)
+
+
+def tick_control(python, rate):
+    """Split bpfpy's slowdown into the clock interrupt and the walk.
+
+    The target spins pinned to CPU 0. 'clock only': bpfpy records another,
+    sleeping process at the same rate, so the cpu-clock still fires on CPU 0
+    but the BPF program returns at its first map lookup; what is lost is the
+    price of the timer interrupt itself (high in VMs). 'bpfpy': the target is
+    recorded. Both against the same unsampled rate, in one run."""
+    with tempfile.NamedTemporaryFile() as prog:
+        prog.write(b"\0" * 8)
+        prog.flush()
+        env = dict(os.environ, BPFPY_PROGRESS=prog.name)
+        snip = os.path.join(ROOT, "snippets", "bench_shallow.py")
+        spin = subprocess.Popen(["taskset", "-c", "0", python, snip], env=env,
+                                cwd=os.path.join(ROOT, "snippets"))
+        idle = subprocess.Popen([python, "-c", "import time; time.sleep(120)"])
+        try:
+            time.sleep(1.0)
+            base = progress_rate(prog.name, 2.0)
+            out = {"rate_hz": rate, "unsampled_it_s": round(base)}
+            for name, pid in (("clock_only", idle.pid), ("bpfpy", spin.pid)):
+                rec = subprocess.Popen(["taskset", "-c", "1", BPFPY, "record", "-p", str(pid), "-F",
+                                        str(rate), "-d", "3", "-q", "-f", "raw", "-o", "/dev/null",
+                                        "--force"])
+                time.sleep(0.5)
+                r = progress_rate(prog.name, 2.0)
+                rec.wait()
+                out[name + "_slowdown_pct"] = round(100 * (1 - r / base), 1)
+            return out
+        finally:
+            spin.kill()
+            idle.kill()
+            spin.wait()
+            idle.wait()
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -130,6 +174,10 @@ def main():
                 best = rate
         result.setdefault("zero_loss_max_hz", {})[py] = best
 
+    # Control: how much of bpf's slowdown is the timer interrupt itself.
+    if "pyenv-3.12" in tg:
+        result["tick_control"] = [tick_control(tg["pyenv-3.12"][3], r) for r in (1000, 10000)]
+
     # The table: per python/program/rate, each mode and its ratio to bpf.
     print(f"\n{'python':<11}{'program':<14}{'kHz':>4}  {'mode':<17}{'us_target':>10}{'us_sampler':>11}"
           f"{'slowdown%':>10}{'x bpf (target us)':>19}")
@@ -154,6 +202,9 @@ def main():
               f"{r['us_cpu_per_sample'] if r['us_cpu_per_sample'] is not None else '-':>21}")
     for py, best in result.get("zero_loss_max_hz", {}).items():
         print(f"{py}: highest rate with zero lost samples on 300-deep stacks: {best or 'none tried'} Hz")
+    for c in result.get("tick_control", []):
+        print(f"control, 3-frame loop on CPU 0 at {c['rate_hz']} Hz: cpu-clock alone (BPF returns at once) "
+              f"slows it {c['clock_only_slowdown_pct']}%, bpfpy recording it {c['bpfpy_slowdown_pct']}%")
     result["machine"]["loadavg_end"] = os.getloadavg()
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
