@@ -9,18 +9,17 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build}
 export OUT BPFPY="$PWD/$OUT/bpfpy"
 log_dir=$OUT/test-logs
-mkdir -p "$log_dir"
+mkdir -p "$log_dir/unit" "$log_dir/integration"
 pass=0 fail=0 skip=0
 failed=()
 
 run() { # name, command...
-	local name=$1 rc start
+	local name=$1 rc start secs
 	shift
-	start=$(date +%s.%N)
+	start=$(date +%s%N)
 	"$@" >"$log_dir/$name.log" 2>&1
 	rc=$?
-	local secs
-	secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+	secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 	case $rc in
 	0) pass=$((pass + 1)); printf 'PASS  %-40s %6ss\n' "$name" "$secs" ;;
 	77) skip=$((skip + 1)); printf 'SKIP  %-40s %s\n' "$name" "$(tail -n 1 "$log_dir/$name.log")" ;;
