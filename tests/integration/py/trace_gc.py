@@ -19,3 +19,7 @@ while not os.path.exists(go):
 gc.disable()
 collect_all()
 print("done", flush=True)
+# Names and lines are read from this process after the events are drained:
+# stay alive a moment so the tracer can symbolize them (a process that exits
+# at once leaves its last events as <unknown>).
+time.sleep(1.5)
