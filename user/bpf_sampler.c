@@ -16,6 +16,8 @@
 #include "wallclock.skel.h"
 
 #define MAX_CPUS 1024
+/* Records handled per bpf_sampler_poll() at most. */
+#define POLL_BATCH 4096
 
 struct bpf_sampler {
 	struct sampler_bpf *skel;    /* --clock cpu */
@@ -86,8 +88,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	s->handled++;
 	if (s->fn && s->fn(s->fn_ctx, h, (const struct frame_rec *)(h + 1))) {
 		s->stop = 1;
-		return 1;
+		return -ECANCELED;
 	}
+	/* ring_buffer__consume() drains until the buffer is empty, which never
+	 * happens while the kernel writes faster than we symbolize: stop after
+	 * a bounded batch so the caller's clock, deadline and signals are seen.
+	 * libbpf stops only on a negative return; what is left stays queued. */
+	if (s->handled >= POLL_BATCH)
+		return -EAGAIN;
 	return 0;
 }
 
@@ -282,7 +290,7 @@ int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, vo
 		usleep((useconds_t)timeout_ms * 1000);
 		err = ring_buffer__consume(s->rb);
 	}
-	if (err < 0 && err != -EINTR)
+	if (err < 0 && err != -EINTR && err != -EAGAIN && err != -ECANCELED)
 		return -1;
 	return s->handled;
 }
@@ -324,16 +332,22 @@ int bpf_sampler_ncpus(const struct bpf_sampler *s)
 	return s->ncpus;
 }
 
+void bpf_sampler_stop(struct bpf_sampler *s)
+{
+	for (int i = 0; i < MAX_CPUS; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+		if (s->pfd[i] >= 0)
+			close(s->pfd[i]);
+		s->pfd[i] = -1;
+	}
+}
+
 void bpf_sampler_close(struct bpf_sampler *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < MAX_CPUS; i++) {
-		if (s->links[i])
-			bpf_link__destroy(s->links[i]);
-		if (s->pfd[i] >= 0)
-			close(s->pfd[i]);
-	}
+	bpf_sampler_stop(s);
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->iter_link);
 	sampler_bpf__destroy(s->skel);

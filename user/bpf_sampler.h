@@ -36,6 +36,9 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
 int bpf_sampler_start(struct bpf_sampler *s, struct diag *d);
 /* Wall clock: snapshot every thread of the registered processes now. */
 int bpf_sampler_snapshot(struct bpf_sampler *s, struct diag *d);
+/* Stop the clocks: nothing new is written, what is queued can still be
+ * drained (a drain that races a running clock may never end). */
+void bpf_sampler_stop(struct bpf_sampler *s);
 /* Drain what is in the ring buffer, waiting up to timeout_ms for the first
  * record. Returns records handled, or -1. */
 int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx);

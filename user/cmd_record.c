@@ -381,7 +381,9 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 			last_progress = now;
 		}
 	}
-	/* What the kernel wrote before we stopped still counts. */
+	/* What the kernel wrote before we stopped still counts: stop the
+	 * clocks first, or at high rates the drain would never catch up. */
+	bpf_sampler_stop(s);
 	while (bpf_sampler_poll(s, 0, on_sample, c) > 0)
 		;
 	if (tty)

@@ -414,7 +414,9 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	}
 	r->elapsed = oracle_now() - start;
 	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
-	/* What the kernel wrote before the deadline still counts. */
+	/* What the kernel wrote before the deadline still counts; stop the
+	 * clock first, or a drain racing it may never end. */
+	bpf_sampler_stop(s);
 	if (!wall)
 		while (bpf_sampler_poll(s, 0, on_record, &c) > 0)
 			;
