@@ -61,6 +61,21 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 	memset(of, 0, sizeof(*of));
 	if (!*path || (slash && !slash[1]))
 		return diag_set(d, EXIT_USAGE, "output path '%s' names no file", path);
+	/* A device or a FIFO (-o /dev/null, -o /dev/stdout, a pipe) is written
+	 * in place: replacing it with a renamed temp file would destroy it. */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !lstat(path, &st) &&
+	    !S_ISLNK(st.st_mode)) {
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || !(of->f = fdopen(fd, "w"))) {
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return path_error(d, err, "cannot write", path);
+		}
+		of->path = strdup(path);
+		return 0;
+	}
 	/* Refused early, so that a long recording does not end in a refusal;
 	 * the link(2) in out_file_commit() closes the race. */
 	if (!force && !lstat(path, &st))
@@ -119,11 +134,19 @@ void out_file_abort(struct out_file *of)
 
 int out_file_commit(struct out_file *of, struct diag *d)
 {
-	int bad = fflush(of->f) || ferror(of->f) || fsync(fileno(of->f));
+	int direct = !of->tmp; /* a device or FIFO, written in place */
+	int bad = fflush(of->f) || ferror(of->f) || (!direct && fsync(fileno(of->f)));
 	int err = errno;
 
 	bad |= fclose(of->f) != 0;
 	of->f = NULL;
+	if (direct) {
+		if (bad)
+			path_error(d, err ? err : EIO, "cannot write", of->path);
+		free(of->path);
+		memset(of, 0, sizeof(*of));
+		return bad ? -1 : 0;
+	}
 	if (bad) {
 		path_error(d, err ? err : EIO, "cannot write", of->path);
 		out_file_abort(of);

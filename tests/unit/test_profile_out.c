@@ -621,6 +621,24 @@ static void test_clobber(void **state)
 	profile_free(p);
 }
 
+/* -o /dev/null (with or without --force) writes into the device; the old
+ * temp-file-and-rename path replaced /dev/null with a regular file. */
+static void test_device_output(void **state)
+{
+	struct out_file of;
+	struct diag d = {0};
+	struct stat st;
+
+	(void)state;
+	for (int force = 0; force < 2; force++) {
+		assert_int_equal(out_file_open(&of, "/dev/null", force, &d), 0);
+		assert_true(fprintf(of.f, "x 1\n") > 0);
+		assert_int_equal(out_file_commit(&of, &d), 0);
+		assert_int_equal(stat("/dev/null", &st), 0);
+		assert_true(S_ISCHR(st.st_mode));
+	}
+}
+
 static void test_format_from_path(void **state)
 {
 	(void)state;
@@ -678,10 +696,11 @@ static void test_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_model),  cmocka_unit_test(test_format_from_path),
-	    cmocka_unit_test(test_folded), cmocka_unit_test(test_speedscope),
-	    cmocka_unit_test(test_pprof),  cmocka_unit_test(test_svg),
-	    cmocka_unit_test(test_raw),	   cmocka_unit_test(test_clobber),
+	    cmocka_unit_test(test_model),	  cmocka_unit_test(test_format_from_path),
+	    cmocka_unit_test(test_folded),	  cmocka_unit_test(test_speedscope),
+	    cmocka_unit_test(test_pprof),	  cmocka_unit_test(test_svg),
+	    cmocka_unit_test(test_raw),		  cmocka_unit_test(test_clobber),
+	    cmocka_unit_test(test_device_output),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
