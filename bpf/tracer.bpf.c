@@ -33,7 +33,6 @@ struct bpf_reader {
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
 
-
 /* 0: emit every hit, never saturate. Set before load. */
 const volatile __u32 threshold = 0;
 

@@ -13,13 +13,13 @@
 /* Exit codes of every bpfpy command. Keep README.md in step. */
 enum bpfpy_exit {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,         /* anything not below */
-	EXIT_USAGE = 2,        /* bad flags or values */
+	EXIT_FAIL = 1,	       /* anything not below */
+	EXIT_USAGE = 2,	       /* bad flags or values */
 	EXIT_NO_PROCESS = 3,   /* no such PID, or it exited */
 	EXIT_NOT_PYTHON = 4,   /* not a CPython process */
 	EXIT_UNSUPPORTED = 5,  /* CPython, but a version or build we refuse */
 	EXIT_PERMISSION = 6,   /* lacking a capability: the message names it */
-	EXIT_HOST = 7,         /* the host cannot do it (BTF, BPF, perf events) */
+	EXIT_HOST = 7,	       /* the host cannot do it (BTF, BPF, perf events) */
 	EXIT_CHECK_FAILED = 8, /* oracle --check: a mode broke a threshold */
 };
 

@@ -19,11 +19,11 @@ struct mem_region {
 
 struct mem_reader {
 	int (*read)(struct mem_reader *r, void *dst, size_t len, uint64_t addr);
-	pid_t pid;                       /* live process, or 0 */
+	pid_t pid;			  /* live process, or 0 */
 	const struct mem_region *regions; /* image, or NULL */
 	size_t nregions;
 	uint64_t reads, bytes; /* what was asked for, for cost accounting */
-	int last_errno;        /* errno of the last failed read */
+	int last_errno;	       /* errno of the last failed read */
 };
 
 void mem_reader_init_pid(struct mem_reader *r, pid_t pid);

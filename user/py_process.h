@@ -18,7 +18,7 @@
 struct py_process {
 	pid_t pid;
 	char comm[32];
-	char version[32]; /* "3.12.1", or "3.10" when only the minor is known */
+	char version[32];   /* "3.12.1", or "3.10" when only the minor is known */
 	const char *binary; /* the interpreter's file as the target names it */
 	struct py_binary bin;
 	struct py_extra extra;

@@ -6,7 +6,7 @@
 
 #include "mem_reader.h"
 
-#define WALK_READER_T struct mem_reader
+#define WALK_READER_T		      struct mem_reader
 #define WALK_READ(r, dst, size, addr) mem_read((r), (dst), (size), (addr))
 
 #include "frame_walker.h"
