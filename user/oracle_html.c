@@ -19,38 +19,6 @@
 #define MAX_IMPOSSIBLE 50 /* per mode; the rest is counted, not listed */
 #define NCOLOURS       8
 
-/* Every string from the target (qualnames, notes, snippet descriptions) can
- * hold <, & or quotes; C0 controls are not allowed in HTML text either. */
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
-				fputs("&#xFFFD;", f);
-			else
-				fputc(c, f);
-		}
-	}
-}
-
 /* A stack key with a break opportunity after each ';', so that a deep
  * stack wraps in its cell instead of widening the page. */
 static void esc_key(FILE *f, const char *key)
@@ -65,11 +33,11 @@ static void esc_key(FILE *f, const char *key)
 			n = sizeof(part) - 1;
 		memcpy(part, p, n);
 		part[n] = 0;
-		esc(f, part);
+		out_put_markup(f, part);
 		fputs("<wbr>", f);
 		p = semi + 1;
 	}
-	esc(f, p);
+	out_put_markup(f, p);
 }
 
 /* Per mode, the runs summed: counts add up, as in the table. */
@@ -198,7 +166,7 @@ static int table(FILE *f, const struct oracle_opts *o, const char *text)
 	fputs("<table class=\"fig\"><thead><tr>", f);
 	for (int c = 0; c < ncols; c++) {
 		fputs("<th>", f);
-		esc(f, cols[c]);
+		out_put_markup(f, cols[c]);
 		fputs("</th>", f);
 	}
 	fputs("</tr></thead><tbody>\n", f);
@@ -207,13 +175,13 @@ static int table(FILE *f, const struct oracle_opts *o, const char *text)
 
 		fprintf(f, "<tr%s><td><span class=\"sw m%d\"></span>",
 			m == o->ref ? " class=\"ref\"" : "", m % NCOLOURS);
-		esc(f, o->modes[m].name);
+		out_put_markup(f, o->modes[m].name);
 		fputs("</td>", f);
 		for (int c = 1; c < ncols; c++) {
 			while (*p == ' ' || !*p)
 				p++;
 			fputs("<td>", f);
-			esc(f, p);
+			out_put_markup(f, p);
 			fputs("</td>", f);
 			p += strlen(p);
 		}
@@ -237,7 +205,7 @@ static void notes(FILE *f, const char *text)
 
 		if (p == text || p[-1] == '\n') {
 			fputs("<p class=\"note\">", f);
-			esc(f, l ? l : "");
+			out_put_markup(f, l ? l : "");
 			fputs("</p>\n", f);
 		}
 		free(l);
@@ -297,13 +265,13 @@ static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per
 	fputs("<table class=\"dist\"><thead><tr><th>stack (leaf first)</th>", f);
 	for (int m = 0; m < o->nmodes; m++) {
 		fprintf(f, "<th><span class=\"sw m%d\"></span>", m % NCOLOURS);
-		esc(f, o->modes[m].name);
+		out_put_markup(f, o->modes[m].name);
 		fprintf(f, "%s</th>", m == o->ref ? " (ref)" : "");
 	}
 	fputs("</tr></thead><tbody>\n", f);
 	for (size_t i = 0; i < shown; i++) {
 		fputs("<tr><td class=\"key\" title=\"", f);
-		esc(f, rows[i].key);
+		out_put_markup(f, rows[i].key);
 		fputs("\">", f);
 		esc_key(f, rows[i].key);
 		fputs("</td>", f);
@@ -355,7 +323,7 @@ static int impossible_list(FILE *f, const struct oracle_opts *o,
 			return -1;
 		}
 		fprintf(f, "<div class=\"imp\"><span class=\"sw m%d\"></span><b>", m % NCOLOURS);
-		esc(f, o->modes[m].name);
+		out_put_markup(f, o->modes[m].name);
 		fprintf(f, "</b>: %.0f impossible in %zu distinct stacks", keydist_total(imp), n);
 		if (n) {
 			fputs("<ul class=\"imp\">\n", f);
@@ -420,14 +388,14 @@ static int write_case(FILE *f, const struct oracle_opts *o, const struct oracle_
 	if (!text)
 		return -1;
 	fprintf(f, "<section class=\"case\" id=\"case-%d\"><h2>", ci);
-	esc(f, cr->c->name);
+	out_put_markup(f, cr->c->name);
 	fputs("</h2>\n<p>", f);
-	esc(f, cr->c->operation);
+	out_put_markup(f, cr->c->operation);
 	fprintf(f, " &mdash; %zu keys in the reference, %d run%s</p>\n",
 		keydist_nkeys(cr->res[o->ref].dist), o->runs, o->runs > 1 ? "s" : "");
 	if (table(f, o, text)) {
 		fputs("<pre>", f);
-		esc(f, text);
+		out_put_markup(f, text);
 		fputs("</pre>\n", f);
 	} else {
 		notes(f, text);
@@ -463,22 +431,22 @@ int oracle_write_html(const char *path, const struct oracle_opts *o, const struc
 	      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>bpfpy oracle: ",
 	      of.f);
 	for (int ci = 0; ci < ncases; ci++) {
-		esc(of.f, crs[ci].c->name);
+		out_put_markup(of.f, crs[ci].c->name);
 		fputs(ci + 1 < ncases ? ", " : "", of.f);
 	}
 	fprintf(of.f, "</title>\n<style>\n%s</style></head><body>\n<h1>bpfpy oracle</h1>\n", css);
 	fputs("<pre class=\"hdr\">", of.f);
-	esc(of.f, hdr);
+	out_put_markup(of.f, hdr);
 	fputs("</pre>\n<p>Modes:", of.f);
 	for (int m = 0; m < o->nmodes; m++) {
 		fprintf(of.f, " <span class=\"sw m%d\"></span>", m % NCOLOURS);
-		esc(of.f, o->modes[m].name);
+		out_put_markup(of.f, o->modes[m].name);
 		fputs(m == o->ref ? " (reference)" : "", of.f);
 	}
 	fputs(". Cases:", of.f);
 	for (int ci = 0; ci < ncases; ci++) {
 		fprintf(of.f, " <a href=\"#case-%d\">", ci);
-		esc(of.f, crs[ci].c->name);
+		out_put_markup(of.f, crs[ci].c->name);
 		fputs("</a>", of.f);
 	}
 	fputs("</p>\n", of.f);

@@ -109,36 +109,6 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t kind, uint3
 	return t->len++;
 }
 
-/* XML text or attribute content: markup characters escaped, and controls
- * (not allowed in XML 1.0 at all) made spaces. Strings are valid UTF-8,
- * profile.c saw to that. */
-static void put_xml(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		default:
-			putc(c < 0x20 || c == 0x7f ? ' ' : c, f);
-		}
-	}
-}
-
 /* The first n characters (code points, not bytes) of s, for labels that
  * must fit their rectangle. Returns the byte length. */
 static size_t utf8_prefix(const char *s, size_t nchars)
@@ -262,7 +232,7 @@ static int draw_node(struct draw *dr, uint32_t id, uint64_t x, uint32_t depth)
 		return -1;
 	node_color(dr->p, nd, dr->o->no_lines, color, sizeof(color));
 	fputs("<g class=\"f\"><title>", dr->f);
-	put_xml(dr->f, nd->label);
+	out_put_markup(dr->f, nd->label);
 	fprintf(dr->f,
 		"\n%llu samples, %.2f%%</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
 		"height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%.0f\">",
@@ -270,13 +240,13 @@ static int draw_node(struct draw *dr, uint32_t id, uint64_t x, uint32_t depth)
 		FRAME_H - 1, color, px + 3, y + FRAME_H - 4);
 	chars = (size_t)((pw - 6) / (FONT_SIZE * FONT_W));
 	if (chars >= utf8_len(nd->label)) {
-		put_xml(dr->f, nd->label);
+		out_put_markup(dr->f, nd->label);
 	} else if (chars >= 3) {
 		char *cut = strndup(nd->label, utf8_prefix(nd->label, chars - 2));
 
 		if (!cut)
 			return -1;
-		put_xml(dr->f, cut);
+		out_put_markup(dr->f, cut);
 		fputs("..", dr->f);
 		free(cut);
 	}
@@ -430,7 +400,7 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
 	    "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"rgb(248,248,240)\"/>\n"
 	    "<text id=\"title\" x=\"%d\" y=\"24\">",
 	    IMG_W, dr.height, IMG_W, dr.height, IMG_W, XPAD, FONT_SIZE, script, IMG_W / 2);
-	put_xml(f, o->title ? o->title : "bpfpy flame graph");
+	out_put_markup(f, o->title ? o->title : "bpfpy flame graph");
 	fprintf(f,
 		"</text>\n<text id=\"sub\" x=\"%d\" y=\"42\">%s</text>\n"
 		"<text id=\"unzoom\" x=\"%d\" y=\"24\">Reset zoom</text>\n"

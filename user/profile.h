@@ -205,4 +205,9 @@ const char *profile_format_from_path(const char *path);
 int profile_write(const struct profile *p, const char *path, const char *format,
 		  const struct profile_out_opts *opts, struct diag *d);
 
+/* s as XML/HTML text or attribute content: markup characters escaped,
+ * controls made spaces. Every name from a target goes through this (the SVG,
+ * the oracle's HTML report). NULL prints nothing. */
+void out_put_markup(FILE *f, const char *s);
+
 #endif /* PROFILE_H */

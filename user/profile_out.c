@@ -227,3 +227,31 @@ int profile_write(const struct profile *p, const char *path, const char *format,
 	}
 	return out_file_commit(&of, d);
 }
+
+void out_put_markup(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		switch (c) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&apos;", f);
+			break;
+		default:
+			/* Controls are not allowed in XML 1.0 at all. */
+			putc((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ? ' ' : c, f);
+		}
+	}
+}
