@@ -60,6 +60,7 @@ struct oracle_opts {
 	double max_impossible, max_tvd_excess, max_errors;
 	int cpu_target, cpu_sampler, no_pin, pinned;
 	int dflt, quiet, verbose;
+	int rate_set;	    /* --rate given */
 	double bpf_rate_hz; /* what the BPF clock really runs at */
 	int bpf_clamped;
 	const char *exe_dir; /* directory of the bpfpy binary */
