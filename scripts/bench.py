@@ -189,7 +189,8 @@ def main():
         bpf = next((r for r in rows if r["mode"] == "bpf"), None)
         for r in rows:
             ratio = ""
-            if bpf and bpf.get("us_target") and r.get("us_target") is not None and r["mode"] != "bpf":
+            # live pays nothing while stopped: a ratio of 0 would mislead.
+            if bpf and bpf.get("us_target") and r.get("us_target") and r["mode"] != "bpf":
                 ratio = f"{r['us_target'] / bpf['us_target']:.1f}x"
                 r["target_us_vs_bpf"] = round(r["us_target"] / bpf["us_target"], 2)
             fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"
