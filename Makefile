@@ -92,6 +92,8 @@ install: $(OUT)/bpfpy
 	install -D -m 0755 $(OUT)/bpfpy $(DESTDIR)$(PREFIX)/bin/bpfpy
 	install -d $(DESTDIR)$(PREFIX)/share/bpfpy/snippets
 	cp -r snippets/. $(DESTDIR)$(PREFIX)/share/bpfpy/snippets/
+	install -D -m 0755 -t $(DESTDIR)$(PREFIX)/share/bpfpy/scripts scripts/targets.sh \
+		scripts/pyrun.sh scripts/oracle_cpython_unwinder.py
 
 # profile.pb-c.[ch] are committed (protoc-c output), so building needs only
 # libprotobuf-c; run this after editing user/profile.proto.

@@ -303,16 +303,16 @@ static int settle(struct oracle_opts *o, const struct oracle_python *py, int ncp
 		if (m->kind != MODE_EXTERNAL || m->cmd)
 			continue;
 		if (!strcmp(py->root, "/"))
-			snprintf(cmd, sizeof(cmd),
-				 "'%s' '%s/../scripts/oracle_cpython_unwinder.py'%s", py->python,
-				 o->exe_dir, strstr(m->name, "blocking") ? " --blocking" : "");
+			snprintf(cmd, sizeof(cmd), "'%s' '%s/scripts/oracle_cpython_unwinder.py'%s",
+				 py->python, o->data_dir,
+				 strstr(m->name, "blocking") ? " --blocking" : "");
 		else
 			/* Same-version only: the adapter runs in the target's root,
 			 * with a /proc of its own (what scripts/pyrun.sh --proc does). */
 			snprintf(cmd, sizeof(cmd),
-				 "'%s/../scripts/pyrun.sh' --proc '%s' "
-				 "'%s/../scripts/oracle_cpython_unwinder.py'%s",
-				 o->exe_dir, py->label, o->exe_dir,
+				 "'%s/scripts/pyrun.sh' --proc '%s' "
+				 "'%s/scripts/oracle_cpython_unwinder.py'%s",
+				 o->data_dir, py->label, o->data_dir,
 				 strstr(m->name, "blocking") ? " --blocking" : "");
 		m->cmd = strdup(cmd);
 	}
@@ -408,7 +408,7 @@ int cmd_oracle(int argc, char **argv)
 	static const struct oracle_mode none = {.kind = MODE_NONE, .name = "unsampled"};
 	static struct oracle_case cases[ORACLE_MAX_CASES];
 	struct oracle_case_result crs[ORACLE_MAX_CASES];
-	char dir[PATH_MAX], exe[PATH_MAX], names[ORACLE_MAX_CASES][64];
+	char dir[PATH_MAX + 16], exe[PATH_MAX], datadir[PATH_MAX], names[ORACLE_MAX_CASES][64];
 	struct oracle_python py;
 	struct diag d = {0};
 	struct loop l = {.o = &o, .py = &py};
@@ -420,7 +420,7 @@ int cmd_oracle(int argc, char **argv)
 		return EXIT_USAGE;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
-	o.exe_dir = n > 0 ? dirname(exe) : ".";
+	o.data_dir = oracle_data_dir(n > 0 ? dirname(exe) : ".", datadir, sizeof(datadir));
 	/* The make run job samples at 1 kHz unless told: at the original's
 	 * 100 kHz, a timer tick every 10 us costs a VM's target most of its
 	 * CPU by itself (make bench's control), which hides what the job is
@@ -432,7 +432,7 @@ int cmd_oracle(int argc, char **argv)
 		o.snippets[o.nsnippets++] = "nested_alternating";
 		o.snippets[o.nsnippets++] = "ground_truth";
 	}
-	oracle_snippets_dir(o.exe_dir, dir, sizeof(dir));
+	snprintf(dir, sizeof(dir), "%s/snippets", o.data_dir);
 	if (!o.nsnippets) {
 		int k = oracle_list_cases(dir, names, ORACLE_MAX_CASES);
 
@@ -446,7 +446,7 @@ int cmd_oracle(int argc, char **argv)
 	for (int i = 0; i < o.nsnippets; i++, ncases++)
 		if (oracle_load_case(o.snippets[i], dir, &cases[i], &d))
 			return diag_report(&d);
-	if (oracle_find_python(o.python, o.exe_dir, &py, &d))
+	if (oracle_find_python(o.python, o.data_dir, &py, &d))
 		return diag_report(&d);
 	ncpus = online_cpus(cpus, 1024);
 	if (settle(&o, &py, ncpus, &d) || stopper_install_signal_handlers(&d))

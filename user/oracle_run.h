@@ -63,7 +63,7 @@ struct oracle_opts {
 	int rate_set;	    /* --rate given */
 	double bpf_rate_hz; /* what the BPF clock really runs at */
 	int bpf_clamped;
-	const char *exe_dir; /* directory of the bpfpy binary */
+	const char *data_dir; /* holds snippets/ and scripts/, see oracle_data_dir() */
 };
 
 /* A started target. */
@@ -114,9 +114,12 @@ struct oracle_window {
 };
 
 /* oracle_target.c */
-int oracle_find_python(const char *want, const char *exe_dir, struct oracle_python *out,
+int oracle_find_python(const char *want, const char *data_dir, struct oracle_python *out,
 		       struct diag *d);
-const char *oracle_snippets_dir(const char *exe_dir, char *buf, size_t len);
+/* Where snippets/ and scripts/ are: $BPFPY_SNIPPETS/.. , beside the build
+ * tree (<binary>/..), installed (<binary>/../share/bpfpy), or
+ * /usr/local/share/bpfpy. */
+const char *oracle_data_dir(const char *exe_dir, char *buf, size_t len);
 int oracle_load_case(const char *name_or_path, const char *dir, struct oracle_case *c,
 		     struct diag *d);
 int oracle_list_cases(const char *dir, char names[][64], int max);

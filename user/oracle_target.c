@@ -146,7 +146,7 @@ static int scan_path(struct oracle_python *all, int max)
 	return n;
 }
 
-int oracle_find_python(const char *want, const char *exe_dir, struct oracle_python *out,
+int oracle_find_python(const char *want, const char *data_dir, struct oracle_python *out,
 		       struct diag *d)
 {
 	struct oracle_python all[64];
@@ -173,10 +173,10 @@ int oracle_find_python(const char *want, const char *exe_dir, struct oracle_pyth
 		snprintf(out->python, sizeof(out->python), "%s", want);
 		return 0;
 	}
-	snprintf(cmd, sizeof(cmd), "%s/../scripts/targets.sh", exe_dir);
+	snprintf(cmd, sizeof(cmd), "%s/scripts/targets.sh", data_dir);
 	if (!access(cmd, X_OK)) {
-		snprintf(cmd, sizeof(cmd), "'%s/../scripts/targets.sh' --no-provision 2>/dev/null",
-			 exe_dir);
+		snprintf(cmd, sizeof(cmd), "'%s/scripts/targets.sh' --no-provision 2>/dev/null",
+			 data_dir);
 		f = popen(cmd, "r");
 		while (f && n < 64 && fgets(line, sizeof(line), f)) {
 			struct oracle_python *p = &all[n];
@@ -206,21 +206,24 @@ int oracle_find_python(const char *want, const char *exe_dir, struct oracle_pyth
 	return 0;
 }
 
-const char *oracle_snippets_dir(const char *exe_dir, char *buf, size_t len)
+const char *oracle_data_dir(const char *exe_dir, char *buf, size_t len)
 {
+	static const char *const rel[] = {"/..", "/../share/bpfpy"};
 	const char *env = getenv("BPFPY_SNIPPETS");
 	char p[PATH_MAX];
 
 	if (env && *env) {
-		snprintf(buf, len, "%s", env);
+		snprintf(buf, len, "%s/..", env);
 		return buf;
 	}
-	snprintf(p, sizeof(p), "%s/../snippets/_oracle.py", exe_dir);
-	if (!access(p, R_OK)) {
-		snprintf(buf, len, "%s/../snippets", exe_dir);
-		return buf;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s/snippets/_oracle.py", exe_dir, rel[i]);
+		if (!access(p, R_OK)) {
+			snprintf(buf, len, "%s%s", exe_dir, rel[i]);
+			return buf;
+		}
 	}
-	snprintf(buf, len, "/usr/local/share/bpfpy/snippets");
+	snprintf(buf, len, "/usr/local/share/bpfpy");
 	return buf;
 }
 
