@@ -15,7 +15,7 @@ CC ?= cc
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 $(WARN) -Iuser -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
+CFLAGS += -std=gnu11 $(WARN) -Iuser -Iuser/gen -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
 LDLIBS := -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -lpthread
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -26,7 +26,8 @@ endif
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+# user/gen: generated code (protoc-c), committed.
+USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c)) $(wildcard user/gen/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
@@ -55,7 +56,8 @@ $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 $(OUT)/bpf/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
-$(OUT)/obj/%.o: user/%.c user/*.h bpf/bpfpy.h bpf/frame_walker.h $(SKELS) | $(OUT)/obj
+$(OUT)/obj/%.o: user/%.c user/*.h user/gen/*.h bpf/bpfpy.h bpf/frame_walker.h $(SKELS) | $(OUT)/obj
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUT)/libbpfpy.a: $(USER_OBJS)
@@ -95,16 +97,16 @@ install: $(OUT)/bpfpy
 	install -D -m 0755 -t $(DESTDIR)$(PREFIX)/share/bpfpy/scripts scripts/targets.sh \
 		scripts/pyrun.sh scripts/oracle_cpython_unwinder.py
 
-# profile.pb-c.[ch] are committed (protoc-c output), so building needs only
-# libprotobuf-c; run this after editing user/profile.proto.
+# user/gen/profile.pb-c.[ch] are committed (protoc-c output), so building
+# needs only libprotobuf-c; run this after editing user/gen/profile.proto.
 protobuf:
-	cd user && protoc-c --c_out=. profile.proto
+	cd user/gen && protoc-c --c_out=. profile.proto
 
 vmlinux:
 	scripts/gen_vmlinux.sh vmlinux/$(ARCH)/vmlinux.h
 
 format:
-	clang-format -i bpf/*.h bpf/*.c $(filter-out %.pb-c.c %.pb-c.h,$(wildcard user/*.c user/*.h)) tests/unit/*.c
+	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tests/unit/*.c
 
 clean:
 	rm -rf build build-san
