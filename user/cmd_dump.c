@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "monotime.h"
 #include "code_cache.h"
 #include "commands.h"
 #include "diag.h"
@@ -121,14 +122,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Read every thread's frames; with s, every thread is stopped now. Only the
  * frame walk happens here: names and lines are read after the resume, since
  * the fingerprint of each frame tells if a code object changed meanwhile. */
@@ -180,12 +173,12 @@ static int symbolize_all(struct dump_ctx *c)
 static int read_stopped(void *arg, struct stopper *s)
 {
 	struct dump_ctx *c = arg;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_ns();
 	int ret = read_all(c, s);
 
 	/* From the first interrupt to the end of the read; the resume that
 	 * follows adds a few microseconds per thread. */
-	c->stopped_ns = now_ns() - t0 + s->last_stop_latency_ns;
+	c->stopped_ns = mono_ns() - t0 + s->last_stop_latency_ns;
 	return ret;
 }
 

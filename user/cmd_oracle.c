@@ -367,7 +367,7 @@ static void progress_line(struct loop *l, const struct oracle_case *c, const cha
 
 	if (!l->tty)
 		return;
-	per = l->done ? (oracle_now() - l->t0) / l->done : l->o->warmup + l->o->duration + 0.3;
+	per = l->done ? (mono_s() - l->t0) / l->done : l->o->warmup + l->o->duration + 0.3;
 	left = per * (l->windows - l->done);
 	fprintf(stderr, "\r\033[K[%d/%d] %s %s run %d/%d, %.0f s left", l->done + 1, l->windows,
 		c->name, mode, run + 1, l->o->runs, left);
@@ -385,7 +385,7 @@ static void window(struct loop *l, struct oracle_case *c, const struct oracle_mo
 	if (oracle_target_start(&t, c, l->py, l->o, &d) || oracle_target_wait_ready(&t, 30.0, &d)) {
 		snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	} else {
-		oracle_sleep_until(oracle_now() + l->o->warmup);
+		oracle_sleep_until(mono_s() + l->o->warmup);
 		if (oracle_mode_run(&w, r, &d))
 			snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	}
@@ -455,7 +455,7 @@ int cmd_oracle(int argc, char **argv)
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	l.tty = isatty(2) && !o.quiet;
 	l.windows = ncases * o.runs * (o.nmodes + 1);
-	l.t0 = wall0 = oracle_now();
+	l.t0 = wall0 = mono_s();
 	busy0 = oracle_host_busy();
 	self0 = oracle_self_busy();
 	for (int ci = 0; ci < ncases; ci++) {
@@ -488,8 +488,7 @@ int cmd_oracle(int argc, char **argv)
 	}
 	if (l.tty)
 		fprintf(stderr, "\r\033[K");
-	other =
-	    (oracle_host_busy() - busy0 - (oracle_self_busy() - self0)) / (oracle_now() - wall0);
+	other = (oracle_host_busy() - busy0 - (oracle_self_busy() - self0)) / (mono_s() - wall0);
 	if (other < 0)
 		other = 0;
 	oracle_print_header(stdout, &o, &py, ncases, ncpus, other);

@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "monotime.h"
 #include "cli_parse.h"
 #include "code_cache.h"
 #include "commands.h"
@@ -215,14 +216,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)

@@ -200,7 +200,7 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		scratch_free(&s);
 		return -1;
 	}
-	start = oracle_now();
+	start = mono_s();
 	deadline = start + o->duration;
 	p0 = oracle_target_progress(w->t);
 	oracle_sched_init(&sc, start, o->duration, o->rate_khz * 1000, o->poisson, w->seed);
@@ -210,7 +210,7 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		int count = 0, rc, bad = 0, shown;
 
 		oracle_sleep_until(t);
-		t0 = oracle_now();
+		t0 = mono_s();
 		if (t0 >= deadline)
 			break;
 		r->attempts++;
@@ -237,7 +237,7 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		for (int i = 0; !rc && !bad && i < shown; i++)
 			s.nframes[i] = symbolize(cache, &s.stacks[i], s.frames[i],
 						 s.arena + (size_t)i * ARENA);
-		t1 = oracle_now();
+		t1 = mono_s();
 		r->us_sum += (t1 - t0) * 1e6;
 		r->us_sampler_sum += (t1 - t0) * 1e6;
 		if (rc || bad) {
@@ -249,7 +249,7 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 			if (s.nframes[i])
 				account(w, r, s.frames[i], s.nframes[i], thread_key(&s.stacks[i]));
 	}
-	r->elapsed = oracle_now() - start;
+	r->elapsed = mono_s() - start;
 	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
 	r->us_target_known = 1;
 	if (blocking)
@@ -281,7 +281,7 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 	struct bpf_ctx *c = arg;
 	struct oracle_result *r = c->r;
 	struct thread_stack ts;
-	double t0 = oracle_now();
+	double t0 = mono_s();
 	int n;
 
 	if (c->wall) {
@@ -312,7 +312,7 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 	memcpy(ts.frames, frames, ts.nframes * sizeof(*frames));
 	n = symbolize(c->cache, &ts, c->frames, c->arena);
 	{
-		double us = (oracle_now() - t0) * 1e6;
+		double us = (mono_s() - t0) * 1e6;
 
 		r->us_sampler_sum += us;
 		r->us_sum += us + h->cost_ns / 1e3;
@@ -349,7 +349,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	}
 	if (bpf_sampler_open(&s, &so, d) || bpf_sampler_add(s, p->pid, &p->cfg, d))
 		goto out;
-	start = oracle_now();
+	start = mono_s();
 	deadline = start + o->duration;
 	c.start_ns = to_ns(start);
 	c.deadline_ns = to_ns(deadline);
@@ -359,7 +359,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	if (!wall) {
 		double now;
 
-		while ((now = oracle_now()) < deadline) {
+		while ((now = mono_s()) < deadline) {
 			int ms = (int)((deadline - now) * 1000) + 1;
 
 			bpf_sampler_poll(s, ms < 20 ? ms : 20, on_record, &c);
@@ -383,7 +383,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 			double t0, t1;
 
 			oracle_sleep_until(t);
-			t0 = oracle_now();
+			t0 = mono_s();
 			if (t0 >= deadline)
 				break;
 			r->attempts++;
@@ -395,7 +395,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 				nfr[i] =
 				    symbolize(cache, &c.recs[i], fr + (size_t)i * BPFPY_MAX_DEPTH,
 					      arenas + (size_t)i * ARENA);
-			t1 = oracle_now();
+			t1 = mono_s();
 			r->us_sum += (t1 - t0) * 1e6;
 			r->us_sampler_sum += (t1 - t0) * 1e6;
 			if (c.failed) {
@@ -412,7 +412,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 		free(arenas);
 		free(nfr);
 	}
-	r->elapsed = oracle_now() - start;
+	r->elapsed = mono_s() - start;
 	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
 	/* What the kernel wrote before the deadline still counts; stop the
 	 * clock first, or a drain racing it may never end. */
@@ -491,7 +491,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	snprintf(env[1], sizeof(env[1]), "%.0f", o->rate_khz * 1000);
 	snprintf(env[2], sizeof(env[2]), "%g", o->duration);
 	snprintf(env[3], sizeof(env[3]), "%d", o->poisson);
-	spawn = oracle_now();
+	spawn = mono_s();
 	p0 = oracle_target_progress(w->t);
 	pid = fork();
 	if (pid < 0) {
@@ -518,7 +518,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	while (f && getline(&line, &cap, f) >= 0) {
 		struct ext_line el;
 		enum ext_kind k;
-		double now = oracle_now();
+		double now = mono_s();
 
 		if (!strncmp(line, "S", 1) && (line[1] == '\n' || line[1] == ' ' || !line[1])) {
 			/* The tool starts sampling now: the window begins. */
@@ -570,7 +570,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 			natt = 0;
 		}
 	}
-	r->elapsed = oracle_now() - start;
+	r->elapsed = mono_s() - start;
 	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
 	for (int i = 0; i < natt; i++)
 		free(att_lines[i]);
@@ -598,10 +598,10 @@ int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct dia
 
 	if (w->mode->kind == MODE_NONE) {
 		/* The unsampled baseline: only the progress counter is read. */
-		start = oracle_now();
+		start = mono_s();
 		p0 = oracle_target_progress(w->t);
 		oracle_sleep_until(start + w->o->duration);
-		r->elapsed = oracle_now() - start;
+		r->elapsed = mono_s() - start;
 		r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
 		return 0;
 	}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "monotime.h"
 #include "diag.h"
 #include "oracle_sched.h"
 #include "oracle_stats.h"
@@ -133,7 +134,6 @@ uint64_t oracle_target_progress(const struct oracle_target *t);
  * lingers, reap, remove temp files. Safe to call twice. */
 void oracle_target_stop(struct oracle_target *t, struct keydist **truth);
 int oracle_pin_self(int cpu);
-double oracle_now(void);
 void oracle_sleep_until(double t);
 /* Busy CPU-seconds of the whole host so far (from /proc/stat). */
 double oracle_host_busy(void);

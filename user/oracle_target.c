@@ -42,19 +42,11 @@ fmt_path(char *buf, size_t len, const char *fmt, ...)
 	return 0;
 }
 
-double oracle_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 void oracle_sleep_until(double t)
 {
 	struct timespec ts;
 
-	if (t <= oracle_now())
+	if (t <= mono_s())
 		return;
 	ts.tv_sec = (time_t)t;
 	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
@@ -465,10 +457,10 @@ static void read_log(const struct oracle_target *t, char *buf, size_t len)
 
 int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct diag *d)
 {
-	double end = oracle_now() + timeout;
+	double end = mono_s() + timeout;
 	char log[300];
 
-	while (oracle_now() < end) {
+	while (mono_s() < end) {
 		int st;
 
 		if (oracle_target_progress(t) > 0)
@@ -495,7 +487,7 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 	if (truth)
 		*truth = NULL;
 	if (t->pid > 0 && !t->exited) {
-		double end = oracle_now() + 3.0;
+		double end = mono_s() + 3.0;
 		int st;
 
 		kill(t->pid, SIGTERM);
@@ -504,7 +496,7 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 
 			if (r == t->pid || (r < 0 && errno == ECHILD))
 				break;
-			if (oracle_now() > end) {
+			if (mono_s() > end) {
 				kill(t->pid, SIGKILL);
 				waitpid(t->pid, &st, 0);
 				break;
