@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "monotime.h"
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
@@ -218,20 +219,13 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 struct rec_ctx {
 	struct record_opts *o;
 	struct target_set *ts;
 	struct profile *prof;
 	FILE *raw; /* streaming raw output, or NULL */
 	struct sym_frame *frames;
+	struct rec_target *last; /* target of the previous record */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
 	uint64_t err_by_cause[WALK_ERR__COUNT];
 };
@@ -239,7 +233,8 @@ struct rec_ctx {
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct rec_ctx *c = arg;
-	struct rec_target *t = targets_find(c->ts, (pid_t)h->pid);
+	struct rec_target *t = c->last;
+
 	struct sym_sample s = {
 	    .ts_ns = h->ts_ns,
 	    .pid = h->pid,
@@ -249,6 +244,10 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .frames = c->frames,
 	};
 
+	/* Consecutive records mostly come from one process: skip the scan of
+	 * every target (dead ones included, with -a) on the per-sample path. */
+	if (!t || t->exited || t->proc.pid != (pid_t)h->pid)
+		t = c->last = targets_find(c->ts, (pid_t)h->pid);
 	if (!t) {
 		c->unknown_pid++;
 		return 0;
@@ -341,12 +340,12 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 {
 	struct record_opts *o = c->o;
 	int tty = isatty(2) && !o->quiet;
-	double t0 = now_s(), last_scan = t0, last_progress = t0;
+	double t0 = mono_s(), last_scan = t0, last_progress = t0;
 	double next_snap = t0, deadline = o->duration > 0 ? t0 + o->duration : INFINITY;
 	struct diag d = {0};
 
 	while (!stop_requested) {
-		double now = now_s();
+		double now = mono_s();
 		int wait_ms = POLL_MS;
 
 		if (now >= deadline)
@@ -360,12 +359,12 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 				next_snap = now;
 		}
 		if (o->wall) {
-			double until = (next_snap - now_s()) * 1000;
+			double until = (next_snap - mono_s()) * 1000;
 
 			wait_ms = until < 0 ? 0 : until < POLL_MS ? (int)until : POLL_MS;
 		}
 		bpf_sampler_poll(s, wait_ms, on_sample, c);
-		now = now_s();
+		now = mono_s();
 		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
 			targets_scan(c->ts);
 			if (!targets_reap(c->ts) && !o->all) {
@@ -389,7 +388,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	if (tty)
 		fprintf(stderr, "\n");
 	if (!o->quiet)
-		summary(c, s, now_s() - t0);
+		summary(c, s, mono_s() - t0);
 	return EXIT_OK;
 }
 
