@@ -19,6 +19,7 @@ struct bpf_reader {
 
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "exec_watch.bpf.h"
 
 /*
  * Poisson sampling by thinning: the clock runs at a base rate k times the

@@ -21,6 +21,7 @@ struct bpf_reader {
 
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "exec_watch.bpf.h"
 
 SEC("iter.s/task")
 int wall_snapshot(struct bpf_iter__task *ctx)

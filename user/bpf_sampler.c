@@ -23,7 +23,8 @@ struct bpf_sampler {
 	struct sampler_bpf *skel;    /* --clock cpu */
 	struct wallclock_bpf *wskel; /* --clock wall */
 	struct bpf_link *iter_link;
-	int configs_fd, counters_fd;
+	struct bpf_link *exec_link; /* bpf/exec_watch.bpf.h */
+	int configs_fd, counters_fd, execed_fd;
 	pid_t only_pid; /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
 	int ncpus;
@@ -158,10 +159,12 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	if (o->wall) {
 		s->configs_fd = bpf_map__fd(s->wskel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->wskel->maps.counters);
+		s->execed_fd = bpf_map__fd(s->wskel->maps.execed);
 		events_fd = bpf_map__fd(s->wskel->maps.events);
 	} else {
 		s->configs_fd = bpf_map__fd(s->skel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->skel->maps.counters);
+		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
 		events_fd = bpf_map__fd(s->skel->maps.events);
 	}
 	s->rb = ring_buffer__new(events_fd, on_record, s, NULL);
@@ -189,6 +192,15 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 	};
 	int opened = 0;
 
+	/* Without the exec hook a target that execs is still noticed, but only
+	 * by its samples failing: worth a word, not worth refusing to record. */
+	s->exec_link =
+	    bpf_program__attach(s->wall ? s->wskel->progs.on_exec : s->skel->progs.on_exec);
+	if (!s->exec_link)
+		fprintf(stderr,
+			"bpfpy: warning: cannot watch targets' execve (%s): a target that "
+			"execs is not re-resolved\n",
+			strerror(errno));
 	if (s->wall) {
 		/* One process: let the kernel iterate only its threads. */
 		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
@@ -256,6 +268,16 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
 	__u32 key = pid;
 
 	bpf_map_delete_elem(s->configs_fd, &key);
+	bpf_map_delete_elem(s->execed_fd, &key);
+}
+
+int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid)
+{
+	__u32 key = pid;
+
+	/* The kernel already dropped the config; deleting the flag is what
+	 * makes this a one-shot report. */
+	return bpf_map_delete_elem(s->execed_fd, &key) == 0;
 }
 
 int bpf_sampler_snapshot(struct bpf_sampler *s, struct diag *d)
@@ -350,6 +372,7 @@ void bpf_sampler_close(struct bpf_sampler *s)
 	bpf_sampler_stop(s);
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->iter_link);
+	bpf_link__destroy(s->exec_link);
 	sampler_bpf__destroy(s->skel);
 	wallclock_bpf__destroy(s->wskel);
 	free(s);

@@ -31,6 +31,9 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg,
 		    struct diag *d);
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
+/* Did pid call execve since it was added? The kernel has then already
+ * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
+int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
 /* Start the clocks; until then nothing is sampled (lets the caller register
  * every process first). */
 int bpf_sampler_start(struct bpf_sampler *s, struct diag *d);

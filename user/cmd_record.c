@@ -248,7 +248,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	 * every target (dead ones included, with -a) on the per-sample path. */
 	if (!t || t->exited || t->proc.pid != (pid_t)h->pid)
 		t = c->last = targets_find(c->ts, (pid_t)h->pid);
-	if (!t) {
+	if (!t || h->ts_ns < t->since_ns) { /* gone, or taken before an exec */
 		c->unknown_pid++;
 		return 0;
 	}
@@ -312,7 +312,9 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
 			t->proc.pid, t->proc.comm, t->proc.version, (unsigned long long)t->samples,
 			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
-			t->exited ? " (exited)" : "");
+			t->exited == TARGET_EXECED ? " (exec'd)"
+			: t->exited		   ? " (exited)"
+						   : "");
 	}
 	fprintf(stderr,
 		"  ticks %llu, kept %llu, emitted %llu, lost %llu, no thread state %llu, "

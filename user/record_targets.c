@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record_targets.h"
+#include "monotime.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -86,6 +87,7 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 	if (t->proc.cfg.off.version_hex == 0)
 		t->proc.cfg.off.version_hex = t->proc.bin.version_hex;
 	t->starttime = proc_starttime(pid);
+	t->since_ns = mono_ns();
 	t->cache = code_cache_new(&t->proc.mem, &t->proc.cfg.off, 0);
 	if (!t->cache) {
 		diag_errno(d, ENOMEM, "pid %d: code cache", pid);
@@ -159,15 +161,60 @@ static int is_descendant(struct target_set *ts, pid_t pid)
 	return 0;
 }
 
+static void follow_add(struct target_set *ts, pid_t pid)
+{
+	if (ts->nfollow == ts->follow_cap) {
+		int cap = ts->follow_cap ? ts->follow_cap * 2 : 8;
+		struct exec_follow *nf = realloc(ts->follow, cap * sizeof(*nf));
+
+		if (!nf) {
+			fprintf(stderr, "bpfpy: pid %d exec'd: out of memory, no longer sampled\n",
+				pid);
+			return;
+		}
+		ts->follow = nf;
+		ts->follow_cap = cap;
+	}
+	ts->follow[ts->nfollow++] = (struct exec_follow){.pid = pid};
+}
+
+/* Resolve the new image of each target that exec'd. */
+static int follow_retry(struct target_set *ts)
+{
+	int added = 0;
+
+	for (int i = 0; i < ts->nfollow;) {
+		struct exec_follow *f = &ts->follow[i];
+		struct diag d = {0};
+
+		if (!targets_add(ts, f->pid, &d)) {
+			struct rec_target *t = targets_find(ts, f->pid);
+
+			fprintf(stderr, "bpfpy: pid %d exec'd %s: sampling it again, CPython %s\n",
+				f->pid, t->proc.comm, t->proc.version);
+			added++;
+		} else if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN &&
+			   ++f->tries < NOT_READY_TRIES) {
+			i++;
+			continue;
+		} else if (d.code != EXIT_NO_PROCESS) {
+			fprintf(stderr, "bpfpy: pid %d exec'd, no longer sampled: %s\n", f->pid,
+				d.msg);
+		}
+		*f = ts->follow[--ts->nfollow];
+	}
+	return added;
+}
+
 int targets_scan(struct target_set *ts)
 {
 	DIR *dir;
 	struct dirent *e;
-	int added = 0;
+	int added = follow_retry(ts);
 	pid_t self = getpid();
 
 	if (!ts->all && !ts->children)
-		return 0;
+		return added;
 	dir = opendir("/proc");
 	if (!dir)
 		return 0;
@@ -214,9 +261,22 @@ int targets_reap(struct target_set *ts)
 
 		if (t->exited)
 			continue;
+		if (ts->sampler && bpf_sampler_take_exec(ts->sampler, t->proc.pid)) {
+			/* The kernel has stopped sampling it. -a finds the PID again
+			 * in its scan, like any process that starts. */
+			t->exited = TARGET_EXECED;
+			code_cache_free(t->cache);
+			t->cache = NULL;
+			if (!ts->all)
+				follow_add(ts, t->proc.pid);
+			if (ts->verbose)
+				fprintf(stderr, "bpfpy: pid %d exec'd: resolving its new image\n",
+					t->proc.pid);
+			continue;
+		}
 		if ((kill(t->proc.pid, 0) && errno == ESRCH) ||
 		    proc_starttime(t->proc.pid) != t->starttime) {
-			t->exited = 1;
+			t->exited = TARGET_EXITED;
 			if (ts->sampler)
 				bpf_sampler_remove(ts->sampler, t->proc.pid);
 			/* Records still in the ring buffer for this PID are dropped
@@ -229,7 +289,7 @@ int targets_reap(struct target_set *ts)
 		}
 		alive++;
 	}
-	return alive;
+	return alive + ts->nfollow;
 }
 
 void targets_free(struct target_set *ts)
@@ -240,5 +300,6 @@ void targets_free(struct target_set *ts)
 	}
 	free(ts->t);
 	free(ts->seen);
+	free(ts->follow);
 	memset(ts, 0, sizeof(*ts));
 }

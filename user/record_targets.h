@@ -16,12 +16,21 @@
 #include "diag.h"
 #include "py_process.h"
 
+enum target_state {
+	TARGET_LIVE = 0,
+	TARGET_EXITED, /* gone, or its PID reused */
+	TARGET_EXECED, /* called execve: a new target may follow for the PID */
+};
+
 struct rec_target {
 	struct py_process proc;
 	struct code_cache *cache;
 	unsigned long long starttime; /* /proc/PID/stat: tells a reused PID apart */
+	/* CLOCK_MONOTONIC at registration: a record stamped earlier for this
+	 * PID was taken from an image the PID had before an exec. */
+	uint64_t since_ns;
 	uint64_t samples, errors, idle;
-	int exited;
+	int exited; /* enum target_state */
 };
 
 struct target_set {
@@ -39,15 +48,24 @@ struct target_set {
 		int tries;
 	} * seen;
 	int nseen, seen_cap;
+	/* PIDs that exec'd and whose new image is yet to be resolved (without
+	 * -a, which finds them again like any new process): a few tries,
+	 * because a freshly exec'd Python has no interpreter for a moment. */
+	struct exec_follow {
+		pid_t pid;
+		int tries;
+	} * follow;
+	int nfollow, follow_cap;
 };
 
 /* Add one PID given on the command line: errors are the caller's to report. */
 int targets_add(struct target_set *ts, pid_t pid, struct diag *d);
-/* Look for new processes (-a, --subprocesses); quietly skips non-Python ones.
- * Returns how many were added. */
+/* Look for new processes (-a, --subprocesses) and resolve again the targets
+ * that exec'd; quietly skips non-Python ones. Returns how many were added. */
 int targets_scan(struct target_set *ts);
-/* Mark targets that exited (or whose PID was reused) and unregister them.
- * Returns how many are still alive. */
+/* Mark targets that exited (or whose PID was reused) or exec'd, and
+ * unregister them. Returns how many are still alive or being followed
+ * through an exec. */
 int targets_reap(struct target_set *ts);
 struct rec_target *targets_find(struct target_set *ts, pid_t pid);
 void targets_free(struct target_set *ts);
