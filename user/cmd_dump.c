@@ -198,10 +198,14 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 	for (int i = 0; i < c->shown; i++) {
 		const struct dumped_thread *t = &c->threads[i];
 
+		/* A thread state with no thread yet: Thread.start() made it and
+		 * the new thread has not begun running (seen under thread churn). */
 		if (t->tid)
 			printf("\nThread %u", t->tid);
-		else
+		else if (t->ts->pthread_id)
 			printf("\nThread pthread 0x%llx", (unsigned long long)t->ts->pthread_id);
+		else
+			printf("\nThread (not started yet)");
 		if (t->ts->flags & SAMPLE_GIL_KNOWN)
 			printf(" (GIL %s)", gil_word(t->ts->flags));
 		printf(":\n");

@@ -224,7 +224,8 @@ static int seize_eperm(struct stopper *s, pid_t tid, long tracer, struct diag *d
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: already traced by pid %ld (%s) "
 			 "(TracerPid in /proc/%d/status); a thread has one tracer at most "
-			 "-- stop that strace, gdb or profiler first",
+			 "-- stop that strace, gdb or profiler first, or read without stopping "
+			 "(dump --nonblocking)",
 			 s->pid, tid, tracer, comm, s->pid);
 		d->sys_errno = EPERM;
 		return -1;
