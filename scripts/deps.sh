@@ -17,10 +17,11 @@ PKGS=(
 	chromium fonts-dejavu-core
 	# SVG checks
 	libxml2-utils
-	# targets: Debian's 3.11 (USDT probes); a sid chroot for 3.14/3.15
-	python3 mmdebstrap debian-archive-keyring
-	# test helpers
-	strace pahole
+	# targets: Debian's 3.11 (USDT probes) and its debug build (python3.11d);
+	# a sid chroot for 3.14/3.15
+	python3 python3.11-dbg mmdebstrap debian-archive-keyring
+	# test helpers; valgrind for tests/integration/test_memcheck.sh
+	strace pahole valgrind
 )
 
 # One query; packages dpkg has never heard of are simply not listed (the

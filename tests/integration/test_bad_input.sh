@@ -4,6 +4,9 @@
 # stderr must hold. Cases: a PID that does not exist (3); a non-Python
 # process (4); Python 2.7/3.6/3.7 from pyenv (5, naming the version); PID 1
 # and a kernel thread (4; PID 1 gives 6 where even root may not read it);
+# a build that declares itself free-threaded in its _Py_DebugOffsets (5,
+# "free-threaded"; see py/claim_free_threaded.py); Debian's debug build
+# python3.11d is supported: dump and record read it like the release build;
 # bad flags and values (2); output in a missing directory, an existing output
 # without --force (2) and with it (0: replaced by a wall-clock profile of the
 # sleeping three.py); not root (6, naming the capability).
@@ -51,6 +54,31 @@ done
 for o in "${old[@]}"; do # wait for each to print
 	for _ in $(seq 1 100); do [[ -s $TMP/old${o%%:*}.out ]] && break; sleep 0.05; done
 done
+# Debian's debug build (python3.11-dbg, installed by scripts/deps.sh).
+dbg=
+if [[ -x /usr/bin/python3.11d ]]; then
+	/usr/bin/python3.11d "$PYDIR/three.py" >"$TMP/dbg.out" 2>&1 &
+	dbg=$!
+	PIDS+=("$dbg")
+	for _ in $(seq 1 100); do [[ -s $TMP/dbg.out ]] && break; sleep 0.05; done
+else
+	echo "note: no /usr/bin/python3.11d (python3.11-dbg): its rows are skipped"
+fi
+# A free-threaded build, as far as a debugger can tell: the sid chroot's 3.15
+# with free_threaded set in its debug offsets. Needs the chroot.
+ft=
+sid_root=$(targets | awk -F'\t' '$1 ~ /^3\.1[5-9]\./ && $3 != "/" {print $3; exit}')
+if [[ -n $sid_root ]] && python3 "$PYDIR/claim_free_threaded.py" "$sid_root/usr/bin/python3.15" \
+	"$sid_root/tmp/bpfpy-ft-python3.15" >"$TMP/ft.log" 2>&1; then
+	chroot "$sid_root" /tmp/bpfpy-ft-python3.15 -c 'import time
+print("ready", flush=True)
+time.sleep(1000)' >"$TMP/ft.out" 2>&1 &
+	ft=$!
+	PIDS+=("$ft")
+	for _ in $(seq 1 100); do [[ -s $TMP/ft.out ]] && break; sleep 0.05; done
+else
+	echo "note: no 3.15 in a sid chroot to mark free-threaded ($(cat "$TMP/ft.log" 2>/dev/null)): its rows are skipped"
+fi
 kthread=$(awk '$2 == "(kthreadd)" {print $1}' /proc/2/stat 2>/dev/null)
 kthread=${kthread:-2}
 # PID 1: a plain root can read it on a normal host (not Python: 4); where PID
@@ -112,6 +140,17 @@ for o in "${old[@]}"; do
 	table+=$'\n'"5|Python $v is not supported|record -p $p -d 1"
 done
 
+if [[ -n $ft ]]; then
+	table+=$'\n'"5|free-threaded build (Py_GIL_DISABLED) is not supported|dump -p $ft"
+	table+=$'\n'"5|free-threaded build (Py_GIL_DISABLED) is not supported|dump -p $ft --nonblocking"
+	table+=$'\n'"5|free-threaded build (Py_GIL_DISABLED) is not supported|record -p $ft -d 1"
+fi
+if [[ -n $dbg ]]; then # supported: exit 0, nothing on stderr to match
+	table+=$'\n'"0||dump -p $dbg"
+	table+=$'\n'"0||dump -p $dbg --nonblocking --json"
+	table+=$'\n'"0||record -q -p $dbg -d 1 --clock wall --idle -F 50 -o $TMP/dbg.folded"
+fi
+
 while IFS='|' read -r want frag cmd; do
 	[[ -n $cmd ]] || continue
 	read -ra argv <<<"$cmd"
@@ -129,7 +168,7 @@ while IFS='|' read -r want frag cmd; do
 		bad "bpfpy ${pre:+(unprivileged) }${argv[*]} -> $rc (want $want with '$frag'): $msg"
 	fi
 	if [[ ${argv[0]} == dump ]]; then
-		for p in "$py" "${old[@]#*:}"; do
+		for p in "$py" "${old[@]#*:}" $dbg $ft; do
 			[[ " ${argv[*]} " == *" $p "* ]] && not_stopped "$p" "after dump ${argv[*]}"
 		done
 	fi
@@ -141,6 +180,22 @@ grep -q 'outer' "$TMP/outdir/exists2.folded" && ok "--force: existing file repla
 [[ $(cat "$TMP/outdir/exists.folded") == existing ]] && ok "without --force: existing file untouched" ||
 	bad "without --force: existing file changed"
 [[ ! -e $TMP/nodir ]] && ok "missing directory not created" || bad "record created $TMP/nodir"
+
+# the debug build: the same frames and lines as the release build
+if [[ -n $dbg ]]; then
+	timeout -s KILL 60 "$BPFPY" dump -p "$dbg" >"$TMP/dbg.dump" 2>&1
+	want_lines=$(for k in park outer module; do grep -n "# L:$k\$" "$PYDIR/three.py" | cut -d: -f1; done | tr '\n' ' ')
+	got_lines=$(grep -oE 'three\.py:[0-9]+' "$TMP/dbg.dump" | cut -d: -f2 | tr '\n' ' ')
+	if grep -q "CPython 3.11.2, /usr/bin/python3.11d" "$TMP/dbg.dump" && [[ $got_lines == "$want_lines" ]]; then
+		ok "python3.11d (debug build): park/outer/<module> at lines $got_lines"
+	else
+		bad "python3.11d: want lines $want_lines, got: $(head -c 400 "$TMP/dbg.dump")"
+	fi
+	grep -q '^<module> (.*three.py:[0-9]*);outer (.*);park (.*) [0-9]' "$TMP/dbg.folded" 2>/dev/null &&
+		ok "python3.11d recorded: $(head -n 1 "$TMP/dbg.folded" | cut -c1-120)" ||
+		bad "python3.11d record: $(head -c 300 "$TMP/dbg.folded" 2>/dev/null)"
+fi
+rm -f "${sid_root:-/nonexistent}/tmp/bpfpy-ft-python3.15"
 
 # a good dump of the same process still works after all that, and leaves it running
 timeout -s KILL 60 "$BPFPY" dump -p "$py" >"$TMP/good.out" 2>&1 && grep -q 'outer' "$TMP/good.out" &&
