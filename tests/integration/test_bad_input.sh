@@ -90,6 +90,23 @@ mkdir -p "$TMP/outdir"
 echo existing >"$TMP/outdir/exists.folded"
 echo existing >"$TMP/outdir/exists2.folded"
 
+# Rows for SECURITY.md (build/hardening/bad_input.tsv), PIDs named by role.
+ROWS=$ROOT_DIR/build/hardening/bad_input.tsv
+mkdir -p "$(dirname "$ROWS")"
+: >"$ROWS"
+row() {
+	local what=" $1 " o
+	what=${what// $gone / <no-such-pid> }
+	what=${what// $nonpy / <sleep> }
+	what=${what// $kthread / <kthread> }
+	what=${what// $py / <python3> }
+	for o in "${old[@]}"; do what=${what// ${o#*:} / <python${o%%:*}> }; done
+	[[ -n $dbg ]] && what=${what// $dbg / <python3.11d> }
+	[[ -n $ft ]] && what=${what// $ft / <free-threaded> }
+	what=${what//$TMP/\$TMP}
+	printf 'bad input\tbpfpy%s\t%s\n' "${what% }" "$2" >>"$ROWS"
+}
+
 # ---------------------------------------------------------------- the table
 # RC|FRAGMENT|ARGS (ARGS: one word list; $vars expanded here)
 NOPRIV="setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all"
@@ -164,6 +181,7 @@ while IFS='|' read -r want frag cmd; do
 	msg=$(grep -v '^libbpf' "$TMP/row.err" | head -n 3 | tr '\n' ' ')
 	if [[ $rc == "$want" ]] && { [[ -z $frag ]] || grep -qF -- "$frag" "$TMP/row.err"; }; then
 		ok "bpfpy ${pre:+(unprivileged) }${argv[*]} -> $rc, '$frag': $msg"
+		row "${pre:+(unprivileged) }${argv[*]}" "exit $rc${frag:+: '$frag'}"
 	else
 		bad "bpfpy ${pre:+(unprivileged) }${argv[*]} -> $rc (want $want with '$frag'): $msg"
 	fi
@@ -217,6 +235,7 @@ rc=$?
 grep -v '^libbpf' "$TMP/exit.err" | sed 's/^/    /'
 if [[ $rc == 0 ]] && grep -q 'every target exited' "$TMP/exit.err" && grep -q "pid $victim .*(exited)" "$TMP/exit.err"; then
 	ok "target killed during record: exit 0, 'every target exited', summary marks it (exited)"
+	printf 'bad input\tthe target is SIGKILLed while record runs\texit 0: says every target exited, marks it (exited), writes its samples\n' >>"$ROWS"
 else
 	bad "target killed during record: exit $rc, stderr: $(grep -v '^libbpf' "$TMP/exit.err" | tail -n 4 | tr '\n' ' ')"
 fi

@@ -14,16 +14,16 @@
 #    0); blocking dumps in a loop across the moment of the exec never hang.
 # 4. Already traced (strace -f -p): dump says who holds it (exit 6), dump
 #    --nonblocking and record (no ptrace needed) work, strace keeps it.
-# Rows for the table in SECURITY.md go to $OUT/hardening/unruly.tsv.
+# Rows for the table in SECURITY.md go to build/hardening/unruly.tsv.
 . "$(dirname "$0")/lib.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
-ROWS=$ROOT_DIR/${OUT:-build}/hardening/unruly.tsv
+ROWS=$ROOT_DIR/build/hardening/unruly.tsv
 mkdir -p "$(dirname "$ROWS")"
 : >"$ROWS"
 [ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
 cp "$BPFPY" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
-row() { printf '%s\t%s\n' "$1" "$2" >>"$ROWS"; }
+row() { printf 'unruly target\t%s\t%s\n' "$1" "$2" >>"$ROWS"; }
 
 # Interpreters outside the chroot: the exec test needs the next one's path.
 mapfile -t host < <(targets | awk -F'\t' '$3 == "/" {print $2 "\t" $4}')
