@@ -25,6 +25,10 @@
 
 #define MAX_NEST       8
 #define MAX_RULES_FILE (1 << 20)
+/* The matcher recurses once per item, and a rules file is input: a bound
+ * keeps a hostile one-line pattern from exhausting the stack. Real patterns
+ * have a handful of items ({m,n} repetition covers recursion). */
+#define MAX_PATTERN_ITEMS 256
 
 struct line_range {
 	int lo, hi;
@@ -377,8 +381,14 @@ static int parse_pattern(struct parser *p, char *s, struct pattern *pat)
 
 	memset(pat, 0, sizeof(*pat));
 	for (tok = strtok_r(s, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-		struct item *ni = realloc(pat->item, (size_t)(pat->n + 1) * sizeof(*ni));
+		struct item *ni;
 
+		if (pat->n == MAX_PATTERN_ITEMS) {
+			pattern_free(pat);
+			return perr(p, "pattern longer than %d items (use {m,n} repetition)",
+				    MAX_PATTERN_ITEMS);
+		}
+		ni = realloc(pat->item, (size_t)(pat->n + 1) * sizeof(*ni));
 		if (!ni) {
 			pattern_free(pat);
 			return oom(p);

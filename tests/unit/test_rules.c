@@ -497,6 +497,48 @@ static void test_malformed(void **state)
 	}
 }
 
+/* The matcher recurses per item: 256 items parse, one more is
+ * refused by line, and a hostile 100,000-item line costs an error, not the
+ * stack. */
+static void test_pattern_item_cap(void **state)
+{
+	size_t cap = 16 + 200000 * 2;
+	char *text = malloc(cap), *p;
+	struct rules *r = NULL;
+	struct diag d = {0};
+	int n;
+
+	(void)state;
+	assert_non_null(text);
+	for (n = 256; n <= 257; n++) {
+		p = text + sprintf(text, "allow");
+		for (int i = 0; i < n; i++)
+			p += sprintf(p, " .");
+		strcpy(p, "\n");
+		r = NULL;
+		memset(&d, 0, sizeof(d));
+		if (n == 256) {
+			assert_int_equal(rules_parse(text, "cap.rules", "cap.py", &r, &d), 0);
+			assert_non_null(r);
+			rules_free(r);
+		} else {
+			assert_int_not_equal(rules_parse(text, "cap.rules", "cap.py", &r, &d), 0);
+			assert_null(r);
+			assert_non_null(
+			    strstr(d.msg, "cap.rules:1: pattern longer than 256 items"));
+		}
+	}
+	p = text + sprintf(text, "deny");
+	for (int i = 0; i < 100000; i++)
+		p += sprintf(p, " a");
+	strcpy(p, "\n");
+	r = NULL;
+	memset(&d, 0, sizeof(d));
+	assert_int_not_equal(rules_parse(text, "cap.rules", "cap.py", &r, &d), 0);
+	assert_int_equal(d.code, EXIT_USAGE);
+	free(text);
+}
+
 static void test_load_errors(void **state)
 {
 	struct rules *r = NULL;
@@ -541,6 +583,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_all_shipped_rules_parse),
+	    cmocka_unit_test(test_pattern_item_cap),
 	    cmocka_unit_test(test_flat_alternating),
 	    cmocka_unit_test(test_nested_alternating),
 	    cmocka_unit_test(test_deep_recursion),
