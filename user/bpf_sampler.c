@@ -38,6 +38,7 @@ struct bpf_sampler {
 	int handled;
 	int stop;
 	int wall;
+	int targets_grow;
 	int nprocs;
 };
 
@@ -124,6 +125,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	s->keep = o->poisson ? 1.0 / factor : 1.0;
 
 	s->wall = o->wall;
+	s->targets_grow = o->targets_grow;
 	if (o->wall) {
 		s->wskel = wallclock_bpf__open();
 		if (!s->wskel) {
@@ -259,7 +261,7 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 	if (bpf_map_update_elem(s->configs_fd, &key, cfg, BPF_ANY))
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF sampler", pid);
 	s->nprocs++;
-	s->only_pid = s->nprocs == 1 ? pid : 0;
+	s->only_pid = s->nprocs == 1 && !s->targets_grow ? pid : 0;
 	return 0;
 }
 

@@ -20,6 +20,10 @@ struct bpf_sampler_opts {
 	unsigned ringbuf_mb;	 /* ring buffer size, MiB (default 16) */
 	int verbose;		 /* libbpf debug log on stderr */
 	int wall;		 /* wall clock: a task iterator run by bpf_sampler_snapshot */
+	/* Processes may be added after bpf_sampler_start (record -a,
+	 * --subprocesses): the wall-clock iterator must then visit every task,
+	 * not only those of the one process registered at start. */
+	int targets_grow;
 };
 
 struct bpf_sampler;

@@ -72,7 +72,9 @@ static const char doc[] =
     "thread), kept (after Poisson thinning), emitted (records that reached user space), lost "
     "(ring buffer full), errors by cause (a failed walk is counted, never drawn), truncated "
     "(deeper than --max-depth, leaf part kept); effective rate = emitted samples / elapsed "
-    "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked.\n\n"
+    "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
+    "cache = code objects whose names and lines are held, now and at most in one "
+    "process (a process's cache is bounded and freed when it exits).\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy record -p 1234 -d 10 -o profile.svg\n"
     "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
@@ -329,6 +331,15 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
+	{
+		int live;
+		size_t peak, cap, now = targets_cache_usage(c->ts, &live, &peak, &cap);
+
+		fprintf(stderr,
+			"  code cache: %zu objects in %d live processes; largest cache %zu (bound "
+			"%zu)\n",
+			now, live, peak, cap ? cap : (size_t)CODE_CACHE_DEFAULT_CAP);
+	}
 	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
 	if (cnt[CNT_KEPT])
 		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",
@@ -439,6 +450,7 @@ int cmd_record(int argc, char **argv)
 		    .ringbuf_mb = o.ringbuf_mb,
 		    .verbose = o.verbose,
 		    .wall = o.wall,
+		    .targets_grow = o.all || o.children,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
