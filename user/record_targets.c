@@ -15,6 +15,8 @@
  * retried on this many scans before being written off. */
 #define NOT_READY_TRIES 40
 
+static size_t note_cache(struct target_set *ts, const struct code_cache *c, size_t *cap);
+
 unsigned long long proc_starttime(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -265,6 +267,7 @@ int targets_reap(struct target_set *ts)
 			/* The kernel has stopped sampling it. -a finds the PID again
 			 * in its scan, like any process that starts. */
 			t->exited = TARGET_EXECED;
+			note_cache(ts, t->cache, NULL);
 			code_cache_free(t->cache);
 			t->cache = NULL;
 			if (!ts->all)
@@ -283,6 +286,7 @@ int targets_reap(struct target_set *ts)
 			 * (targets_find skips exited targets), so nothing reads the
 			 * cache again: free it now, or `record -a` on a host that
 			 * churns processes grows by a cache per process (the soak). */
+			note_cache(ts, t->cache, NULL);
 			code_cache_free(t->cache);
 			t->cache = NULL;
 			continue;
@@ -290,6 +294,37 @@ int targets_reap(struct target_set *ts)
 		alive++;
 	}
 	return alive + ts->nfollow;
+}
+
+/* Called before a target's cache is freed, and for the summary. */
+static size_t note_cache(struct target_set *ts, const struct code_cache *c, size_t *cap)
+{
+	struct code_cache_stats st;
+
+	if (!c)
+		return 0;
+	code_cache_get_stats(c, &st);
+	if (st.size > ts->cache_peak)
+		ts->cache_peak = st.size;
+	if (cap)
+		*cap = st.cap;
+	return st.size;
+}
+
+size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out, size_t *cap_out)
+{
+	size_t total = 0;
+	int live = 0;
+
+	*cap_out = 0;
+	for (int i = 0; i < ts->n; i++)
+		if (ts->t[i]->cache) {
+			total += note_cache(ts, ts->t[i]->cache, cap_out);
+			live++;
+		}
+	*live_out = live;
+	*peak_out = ts->cache_peak;
+	return total;
 }
 
 void targets_free(struct target_set *ts)

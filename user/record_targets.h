@@ -56,6 +56,7 @@ struct target_set {
 		int tries;
 	} * follow;
 	int nfollow, follow_cap;
+	size_t cache_peak; /* most code objects any one cache held (dead ones too) */
 };
 
 /* Add one PID given on the command line: errors are the caller's to report. */
@@ -68,6 +69,9 @@ int targets_scan(struct target_set *ts);
  * through an exec. */
 int targets_reap(struct target_set *ts);
 struct rec_target *targets_find(struct target_set *ts, pid_t pid);
+/* Code objects cached now over the live targets, how many of those there
+ * are, and the largest any single cache held; *cap_out the per-cache bound. */
+size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out, size_t *cap_out);
 void targets_free(struct target_set *ts);
 
 unsigned long long proc_starttime(pid_t pid);
