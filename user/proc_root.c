@@ -30,24 +30,122 @@ static int proc_gone(pid_t pid)
 	return access(p, F_OK) != 0 && errno == ENOENT;
 }
 
-static int open_fallback(pid_t pid, const char *path, int flags, struct diag *d)
-{
-	char full[PATH_MAX];
-	int fd, n;
+/* The kernel's own bound on symlinks followed in one lookup. */
+#define LINKS_MAX 40
 
-	/* Only for kernels before 5.6: the magic link takes us into the root,
-	 * but an absolute symlink inside it would resolve against ours. */
-	n = snprintf(full, sizeof(full), "/proc/%d/root/%s", (int)pid,
-		     path[0] == '/' ? path + 1 : path);
-	if (n < 0 || (size_t)n >= sizeof(full))
-		return diag_set(d, EXIT_FAIL, "pid %d: path too long: %s", (int)pid, path);
-	fd = open(full, flags | O_CLOEXEC);
+int proc_root_no_openat2;
+
+/* Is fd the root directory we started from? */
+static int is_root(int fd, const struct stat *root)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == root->st_dev && st.st_ino == root->st_ino;
+}
+
+/*
+ * RESOLVE_IN_ROOT by hand, for kernels before 5.6 (and valgrind, which does
+ * not know openat2). One component at a time, opened O_PATH | O_NOFOLLOW
+ * from the directory reached so far; a symlink is read and its text takes
+ * the place of the component, an absolute one restarting from the target's
+ * root; ".." at that root stays there. So nothing the target plants in its
+ * tree leads out of it. Returns an fd or -1 with errno set.
+ */
+static int resolve_in_root(int rootfd, const char *path, int flags)
+{
+	char buf[2 * PATH_MAX], link[PATH_MAX], *rest, *comp;
+	struct stat root, st;
+	int cur, links = 0;
+
+	if (fstat(rootfd, &root))
+		return -1;
+	if (strlen(path) >= PATH_MAX)
+		return errno = ENAMETOOLONG, -1;
+	strcpy(buf, path);
+	rest = buf;
+	cur = dup(rootfd);
+	while (cur >= 0) {
+		int next, last;
+		ssize_t n;
+
+		while (*rest == '/')
+			rest++;
+		comp = rest;
+		rest += strcspn(rest, "/");
+		last = *rest == 0;
+		if (!last)
+			*rest++ = 0;
+		if (!*comp || !strcmp(comp, ".")) {
+			if (last)
+				break; /* "" or "dir/.": the directory itself */
+			continue;
+		}
+		if (!strcmp(comp, "..") && is_root(cur, &root)) {
+			if (last)
+				break;
+			continue;
+		}
+		next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 || fstat(next, &st)) {
+			int err = errno;
+
+			if (next >= 0)
+				close(next);
+			close(cur);
+			return errno = err, -1;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			size_t tail = last ? 0 : strlen(rest);
+
+			n = readlinkat(next, "", link, sizeof(link) - 1);
+			close(next);
+			if (++links > LINKS_MAX || n <= 0 || (size_t)n + 1 + tail >= sizeof(buf)) {
+				close(cur);
+				return errno = n <= 0		   ? EINVAL
+					       : links > LINKS_MAX ? ELOOP
+								   : ENAMETOOLONG,
+				       -1;
+			}
+			/* The link's text, then what was left: "link/rest". */
+			memmove(buf + n + 1, rest, tail + 1);
+			memcpy(buf, link, (size_t)n);
+			buf[n] = last ? 0 : '/';
+			rest = buf;
+			if (link[0] == '/') {
+				close(cur);
+				cur = dup(rootfd);
+			}
+			continue;
+		}
+		close(cur);
+		cur = next;
+		if (last)
+			break;
+	}
+	if (cur < 0)
+		return -1;
+	/* Reopen the O_PATH fd for real: same inode, no new lookup. */
+	{
+		char self[64];
+		int fd;
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", cur);
+		fd = open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
+		close(cur);
+		return fd;
+	}
+}
+
+static int open_fallback(pid_t pid, int rootfd, const char *path, int flags, struct diag *d)
+{
+	int fd = resolve_in_root(rootfd, path, flags);
+
 	if (fd < 0) {
 		int err = errno;
 
 		if (proc_gone(pid))
 			return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", (int)pid);
-		return diag_errno(d, err, "pid %d: cannot open %s", (int)pid, full);
+		return diag_errno(d, err, "pid %d: cannot open %s in its root", (int)pid, path);
 	}
 	return fd;
 }
@@ -76,16 +174,20 @@ int proc_root_open(pid_t pid, const char *path, int flags, struct diag *d)
 	 * anywhere; a file the target maps never needs one. */
 	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 	for (int i = 0; i < OPENAT2_RETRIES; i++) {
-		fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+		fd = proc_root_no_openat2 ? (errno = ENOSYS, -1)
+					  : (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 		err = fd < 0 ? errno : 0;
 		if (fd >= 0 || err != EAGAIN)
 			break;
 	}
+	if (fd < 0 && err == ENOSYS) {
+		fd = open_fallback(pid, dfd, path, flags, d);
+		close(dfd);
+		return fd;
+	}
 	close(dfd);
 	if (fd >= 0)
 		return fd;
-	if (err == ENOSYS)
-		return open_fallback(pid, path, flags, d);
 	if (proc_gone(pid))
 		return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", (int)pid);
 	return diag_errno(d, err, "pid %d: cannot open %s in its root", (int)pid, path);

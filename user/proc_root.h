@@ -19,6 +19,10 @@ struct diag;
  * CAP_SYS_PTRACE, EXIT_FAIL otherwise). */
 int proc_root_open(pid_t pid, const char *path, int flags, struct diag *d);
 
+/* Set by the unit tests: behave as on a kernel without openat2 (before 5.6),
+ * where the same confinement is done one path component at a time. */
+extern int proc_root_no_openat2;
+
 /* 1 if the target shares our mount namespace, 0 if not, -1 if unknown. */
 int proc_same_mount_ns(pid_t pid);
 

@@ -358,8 +358,8 @@ static int do_unshare(void *unused)
 
 /* A chrooted child whose tree holds symlinks that point out of it: the
  * absolute one must resolve inside the child's root, the "../" one must
- * stop at it. A plain open of /proc/PID/root/... would follow both to the
- * host's files. */
+ * stop at it, a loop must end; with openat2 and with the by-hand fallback. A plain open of
+ * /proc/PID/root/... would follow both to the host's files. */
 static void test_root_chroot(void **state)
 {
 	char dir[] = "/tmp/bpfpy-proc-root-XXXXXX", path[PATH_MAX], note[256], want[PATH_MAX + 32];
@@ -386,18 +386,39 @@ static void test_root_chroot(void **state)
 	snprintf(path, sizeof(path), "%s/passwd", dir);
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub/rel", dir);
+	assert_int_equal(symlink("../../../sub/../abs", path), 0);
+	snprintf(path, sizeof(path), "%s/loop", dir);
+	assert_int_equal(symlink("loop", path), 0);
+
 	pid = start_child(do_chroot, dir);
 	assert_true(pid > 0);
 
-	fd = proc_root_open(pid, "/abs", O_RDONLY, &d);
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &got), 0);
-	assert_int_equal(got.st_ino, inside.st_ino);
-	close(fd);
-	assert_int_equal(proc_root_open(pid, "/up", O_RDONLY, &d), -1);
-	assert_int_equal(d.sys_errno, ENOENT);
-	assert_int_equal(proc_root_open(pid, "passwd", O_RDONLY, &d), -1);
-	assert_int_equal(d.sys_errno, ENOENT);
+	/* openat2, then the same by hand (kernels before 5.6, valgrind). */
+	for (proc_root_no_openat2 = 0; proc_root_no_openat2 <= 1; proc_root_no_openat2++) {
+		const char *same[] = {"/abs", "abs", "/sub/rel", "sub/../../abs",
+				      "/./sub/../inside.txt"};
+
+		for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+			fd = proc_root_open(pid, same[i], O_RDONLY, &d);
+			if (fd < 0)
+				print_error("emulated %d: %s: %s\n", proc_root_no_openat2, same[i],
+					    d.msg);
+			assert_true(fd >= 0);
+			assert_int_equal(fstat(fd, &got), 0);
+			assert_int_equal(got.st_ino, inside.st_ino);
+			close(fd);
+		}
+		assert_int_equal(proc_root_open(pid, "/up", O_RDONLY, &d), -1);
+		assert_int_equal(d.sys_errno, ENOENT);
+		assert_int_equal(proc_root_open(pid, "passwd", O_RDONLY, &d), -1);
+		assert_int_equal(d.sys_errno, ENOENT);
+		assert_int_equal(proc_root_open(pid, "/loop", O_RDONLY, &d), -1);
+		assert_int_equal(d.sys_errno, ELOOP);
+	}
+	proc_root_no_openat2 = 0;
 
 	assert_int_equal(proc_same_mount_ns(pid), 1);
 	assert_int_equal(proc_same_root(pid), 0);
