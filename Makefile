@@ -73,7 +73,7 @@ unit: $(UNIT_BINS)
 	@tests/run_unit.sh $(UNIT_BINS)
 
 integration: $(OUT)/bpfpy
-	@OUT=$(OUT) tests/integration/run.sh
+	@OUT=$(OUT) tests/run_all.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)

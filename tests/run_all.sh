@@ -4,6 +4,7 @@
 # interpreter of scripts/targets.sh. Prints one closing line:
 #   "tests: N passed, N failed, N skipped"
 # A test script exits 0 (pass), 77 (skip, with its reason on stdout), else fail.
+# ONLY=NAME runs tests/integration/test_NAME.sh alone (a glob: ONLY='o*').
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build}
@@ -42,7 +43,7 @@ for bin in "$@"; do
 	run "unit/$(basename "$bin")" "$bin"
 done
 echo "== integration tests (root)"
-for t in tests/integration/test_*.sh; do
+for t in tests/integration/test_${ONLY:-*}.sh; do
 	[ -e "$t" ] || continue
 	run "integration/$(basename "$t" .sh)" bash "$t"
 done
