@@ -21,6 +21,24 @@ ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 finish() { [ "$fails" -eq 0 ] && exit 0; echo "$fails failure(s)"; exit 1; }
 
+# use_bpfpy: stop early without a build, then run a copy of it, so that a
+# rebuild meanwhile cannot change the binary under a running test.
+# The copy's oracle finds the snippets through BPFPY_SNIPPETS.
+use_bpfpy() {
+	[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
+	cp "$BPFPY" "$TMP/bpfpy" && chmod 755 "$TMP" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
+	export BPFPY_SNIPPETS=$ROOT_DIR/snippets
+}
+
+# rows_file NAME: ROWS=build/hardening/NAME.tsv, emptied. A test appends its
+# rows for SECURITY.md's table there ("area<TAB>what was done<TAB>outcome";
+# scripts/security_table.sh collects them).
+rows_file() {
+	ROWS=$ROOT_DIR/build/hardening/$1.tsv
+	mkdir -p "${ROWS%/*}"
+	: >"$ROWS"
+}
+
 # Each target as "version label root python", one per line.
 targets() { cat "$TARGETS"; }
 

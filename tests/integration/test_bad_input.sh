@@ -15,8 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
-cp "$BPFPY" "$TMP/bpfpy" && chmod 755 "$TMP" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
+use_bpfpy
 
 not_stopped() { # PID WHAT
 	local t st tr l=()
@@ -91,9 +90,7 @@ echo existing >"$TMP/outdir/exists.folded"
 echo existing >"$TMP/outdir/exists2.folded"
 
 # Rows for SECURITY.md (build/hardening/bad_input.tsv), PIDs named by role.
-ROWS=$ROOT_DIR/build/hardening/bad_input.tsv
-mkdir -p "$(dirname "$ROWS")"
-: >"$ROWS"
+rows_file bad_input
 row() {
 	local what=" $1 " o
 	what=${what// $gone / <no-such-pid> }

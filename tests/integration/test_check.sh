@@ -4,8 +4,7 @@
 # (uid/gid 65534, no capabilities) it exits 6 (missing privilege), marks the
 # capability lines with a cross and names CAP_BPF.
 . "$(dirname "$0")/lib.sh"
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
-cp "$BPFPY" "$TMP/bpfpy" && chmod 755 "$TMP" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
+use_bpfpy
 
 timeout -s KILL 120 "$BPFPY" check >"$TMP/check.out" 2>"$TMP/check.err"
 rc=$?

@@ -30,9 +30,7 @@ PYDIR=$ROOT_DIR/tests/integration/py
 JOBS=${JOBS:-3}
 CHECKPY=/usr/bin/python3
 [ -x "$CHECKPY" ] || CHECKPY=$(command -v python3)
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
-# One build for the whole run, even if the tree is rebuilt meanwhile.
-cp "$BPFPY" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
+use_bpfpy # one build for the whole run, even if the tree is rebuilt meanwhile
 
 # The checker: parses a dump (text or JSON) and compares it with what the
 # program's source says. Prints ok:/FAIL: lines; exit status = failures.

@@ -15,11 +15,9 @@
 . "$(dirname "$0")/lib.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
-ROWS=$ROOT_DIR/build/hardening/hostile.tsv
-mkdir -p "$(dirname "$ROWS")"
-: > "$ROWS"
+rows_file hostile
 RSS_MAX_KB=$((200 * 1024))
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
+use_bpfpy
 [ -x /usr/bin/time ] || { echo "skip: /usr/bin/time missing"; exit 77; }
 label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 [ -n "$label" ] || { echo "skip: no 3.12 target"; exit 77; }

@@ -15,10 +15,8 @@
 . "$(dirname "$0")/lib.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
-ROWS=$ROOT_DIR/build/hardening/memcheck.tsv
-mkdir -p "$(dirname "$ROWS")"
-: >"$ROWS"
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
+rows_file memcheck
+use_bpfpy
 if ! command -v valgrind >/dev/null; then
 	echo "skip: valgrind not installed (scripts/deps.sh installs it)"
 	exit 77

@@ -37,8 +37,7 @@ PYDIR=$ROOT_DIR/tests/integration/py
 JOBS=${JOBS:-3}
 CHECKPY=/usr/bin/python3
 [ -x "$CHECKPY" ] || CHECKPY=$(command -v python3)
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
-cp "$BPFPY" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy # one build for the whole run
+use_bpfpy
 
 # ---------------------------------------------------------------- checker
 # check_stacks.py KIND FILE key=value...: KIND folded (root first, optional

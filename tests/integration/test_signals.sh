@@ -13,14 +13,15 @@
 #    including while it holds the threads ptrace-stopped: the kernel detaches
 #    a dead tracer's tracees, so the target must continue (no 't' thread,
 #    counter advancing). See SECURITY.md.
+# 3. 16 rounds of SIGINT/TERM/HUP at a random moment to `bpfpy trace`
+#    (uprobes in the target's interpreter) or `bpfpy oracle` (which runs and
+#    ptrace-stops targets of its own): trace exits 0 with its output or dies
+#    during set-up; the oracle's targets are all gone; nothing left behind.
 # Rows for the table in SECURITY.md go to build/hardening/signals.tsv.
 . "$(dirname "$0")/lib.sh"
 
-ROWS=$ROOT_DIR/build/hardening/signals.tsv
-mkdir -p "$(dirname "$ROWS")"
-: > "$ROWS"
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
-cp "$BPFPY" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy # immune to a rebuild meanwhile
+rows_file signals
+use_bpfpy
 label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 [ -n "$label" ] || label=$(targets | awk -F'\t' 'NR == 1 {print $2}')
 start_py "$label" "$ROOT_DIR/tests/integration/py/hostile_progress.py" "$TMP/progress" 200 || finish
@@ -123,4 +124,70 @@ done
 [ "$kill_fail" -eq 0 ] && ok "SIGKILL of dump 20 times (threads seen stopped at the kill $stopped_seen times): target always continued"
 printf 'signals\tSIGKILL of dump at random points (20 rounds, threads seen ptrace-stopped at the kill in %d)\t%s\n' \
 	"$stopped_seen" "$([ $kill_fail -eq 0 ] && echo "kernel detached the tracees; target never left stopped and kept counting" || echo "FAILED in $kill_fail rounds")" >> "$ROWS"
+
+# 3. trace and oracle: the same signals at random moments (8 rounds each).
+# trace has uprobes in the target's interpreter and a ring buffer; it must
+# detach and write what it has. oracle runs snippet targets of its own and
+# stops them with ptrace: every one must be gone soon after (they die with
+# it, PR_SET_PDEATHSIG), none left stopped, no BPF program left.
+other_fail=0 trace_written=0
+for i in $(seq 1 16); do
+	sig=${sigs[RANDOM % 3]}
+	delay=$(printf '%d.%03d' $((RANDOM % 3)) $((RANDOM % 1000)))
+	if [ $((i % 2)) -eq 1 ]; then
+		what="trace, SIG$sig after ${delay}s"
+		out=$TMP/trace$i.txt
+		timeout -s KILL 30 "$BPFPY" trace -q -p "$pid" --uprobe python:PyEval_SaveThread -d 20 \
+			-o "$out" >/dev/null 2>"$TMP/trace$i.err" &
+	else
+		what="oracle, SIG$sig after ${delay}s"
+		timeout -s KILL 60 "$BPFPY" oracle -q --snippet flat_alternating --mode ptrace --mode bpf \
+			--duration 1 --rate 1 --warmup 0.3 --python "$label" >/dev/null 2>"$TMP/oracle$i.err" &
+	fi
+	tpid=$!
+	sleep "$delay"
+	bp=$(pgrep -P "$tpid" | head -n 1)
+	kids=$([ -n "$bp" ] && pgrep -P "$bp" | xargs)
+	[ -n "$bp" ] && kill -"$sig" "$bp" 2>/dev/null
+	wait "$tpid"
+	rc=$?
+	if [ "$rc" -eq 137 ]; then
+		bad "$what: bpfpy did not exit in time"
+		other_fail=$((other_fail + 1))
+		continue
+	fi
+	target_ok "${bp:-0}" "$what" || { other_fail=$((other_fail + 1)); continue; }
+	if [ $((i % 2)) -eq 1 ]; then
+		if [ "$rc" -eq 0 ] && [ -s "$out" ]; then
+			trace_written=$((trace_written + 1))
+			ok "$what: exit 0, output written ($(wc -l <"$out") lines)"
+		elif [ "$rc" -gt 128 ] && [ ! -e "$out" ]; then
+			ok "$what: died of the signal during set-up (rc $rc), nothing written"
+		else
+			bad "$what: exit $rc: $(tail -n 2 "$TMP/trace$i.err")"
+			other_fail=$((other_fail + 1))
+		fi
+	else
+		left=
+		sleep 0.5
+		for k in $kids; do # a zombie (Z) is dead, waiting for init to reap it
+			st=$(sed 's/^.*) //' /proc/"$k"/stat 2>/dev/null | cut -d' ' -f1)
+			[[ -n $st && $st != Z ]] && left+="$k($st) "
+		done
+		if [ "$rc" -ne 0 ] && [ "$rc" -le 128 ]; then
+			bad "$what: exit $rc: $(tail -n 2 "$TMP/oracle$i.err")"
+			other_fail=$((other_fail + 1))
+		elif [ -n "$left" ]; then
+			bad "$what: oracle's targets still alive: $left"
+			other_fail=$((other_fail + 1))
+			kill -9 $kids 2>/dev/null
+		else
+			[ -n "$kids" ] && ok "$what: exit $rc, its targets ($kids) gone" ||
+				ok "$what: exit $rc, before it started a target"
+		fi
+	fi
+done
+[ "$trace_written" -gt 0 ] || bad "no trace round got its signal after set-up"
+printf 'signals\tSIGINT/SIGTERM/SIGHUP at random moments (16 rounds) to trace (uprobes in the interpreter) and oracle (ptrace and bpf modes, its own targets)\t%s\n' \
+	"$([ $other_fail -eq 0 ] && echo "trace detached and wrote its output ($trace_written rounds) or died during set-up; oracle's targets all gone, none stopped; target of trace never stopped, kept counting; no BPF program left" || echo "FAILED in $other_fail rounds")" >>"$ROWS"
 finish

@@ -18,11 +18,8 @@
 . "$(dirname "$0")/lib.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
-ROWS=$ROOT_DIR/build/hardening/unruly.tsv
-mkdir -p "$(dirname "$ROWS")"
-: >"$ROWS"
-[ -x "$BPFPY" ] || { echo "no $BPFPY: build first"; exit 1; }
-cp "$BPFPY" "$TMP/bpfpy" && BPFPY=$TMP/bpfpy
+rows_file unruly
+use_bpfpy
 row() { printf 'unruly target\t%s\t%s\n' "$1" "$2" >>"$ROWS"; }
 
 # Interpreters outside the chroot: the exec test needs the next one's path.
