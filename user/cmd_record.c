@@ -248,7 +248,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 
 	/* Consecutive records mostly come from one process: skip the scan of
 	 * every target (dead ones included, with -a) on the per-sample path. */
-	if (!t || t->exited || t->proc.pid != (pid_t)h->pid)
+	if (!t || t->exited || t->pid != (pid_t)h->pid)
 		t = c->last = targets_find(c->ts, (pid_t)h->pid);
 	if (!t || h->ts_ns < t->since_ns) { /* gone, or taken before an exec */
 		c->unknown_pid++;
@@ -312,7 +312,7 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		const struct rec_target *t = c->ts->t[i];
 
 		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
-			t->proc.pid, t->proc.comm, t->proc.version, (unsigned long long)t->samples,
+			t->pid, t->comm, t->version, (unsigned long long)t->samples,
 			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
 			t->exited == TARGET_EXECED ? " (exec'd)"
 			: t->exited		   ? " (exited)"
@@ -482,7 +482,7 @@ int cmd_record(int argc, char **argv)
 		c.raw = o.output ? of.f : stdout;
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
-		profile_set_comm(c.prof, (uint32_t)ts.t[i]->proc.pid, ts.t[i]->proc.comm);
+		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;

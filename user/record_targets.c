@@ -61,7 +61,7 @@ static pid_t proc_ppid(pid_t pid)
 struct rec_target *targets_find(struct target_set *ts, pid_t pid)
 {
 	for (int i = 0; i < ts->n; i++)
-		if (ts->t[i]->proc.pid == pid && !ts->t[i]->exited)
+		if (ts->t[i]->pid == pid && !ts->t[i]->exited)
 			return ts->t[i];
 	return NULL;
 }
@@ -84,30 +84,40 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return diag_errno(d, ENOMEM, "targets");
-	if (py_process_open(&t->proc, pid, ts->max_depth, d))
+	t->proc = malloc(sizeof(*t->proc));
+	if (!t->proc) {
+		diag_errno(d, ENOMEM, "targets");
 		goto fail;
-	if (t->proc.cfg.off.version_hex == 0)
-		t->proc.cfg.off.version_hex = t->proc.bin.version_hex;
+	}
+	if (py_process_open(t->proc, pid, ts->max_depth, d))
+		goto fail;
+	t->pid = pid;
+	snprintf(t->comm, sizeof(t->comm), "%s", t->proc->comm);
+	snprintf(t->version, sizeof(t->version), "%s", t->proc->version);
+	if (t->proc->cfg.off.version_hex == 0)
+		t->proc->cfg.off.version_hex = t->proc->bin.version_hex;
 	t->starttime = proc_starttime(pid);
 	t->since_ns = mono_ns();
-	t->cache = code_cache_new(&t->proc.mem, &t->proc.cfg.off, 0);
+	t->cache = code_cache_new(&t->proc->mem, &t->proc->cfg.off, 0);
 	if (!t->cache) {
 		diag_errno(d, ENOMEM, "pid %d: code cache", pid);
 		goto fail;
 	}
-	if (ts->sampler && bpf_sampler_add(ts->sampler, pid, &t->proc.cfg, d)) {
+	if (ts->sampler && bpf_sampler_add(ts->sampler, pid, &t->proc->cfg, d)) {
 		code_cache_free(t->cache);
 		goto fail;
 	}
 	ts->t[ts->n++] = t;
 	if (ts->verbose)
-		fprintf(stderr, "bpfpy: sampling pid %d (%s), CPython %s%s%s\n", pid, t->proc.comm,
-			t->proc.version, t->proc.bin.ns_note[0] ? ", " : "", t->proc.bin.ns_note);
+		fprintf(stderr, "bpfpy: sampling pid %d (%s), CPython %s%s%s\n", pid, t->proc->comm,
+			t->proc->version, t->proc->bin.ns_note[0] ? ", " : "",
+			t->proc->bin.ns_note);
 	return 0;
 fail:
-	/* The reader is inside t; keep the flag before freeing. */
-	if (t->proc.not_initialised)
+	/* Keep the flag before freeing the reader. */
+	if (t->proc && t->proc->not_initialised)
 		d->code = EXIT_NOT_PYTHON, d->sys_errno = EAGAIN;
+	free(t->proc);
 	free(t);
 	return -1;
 }
@@ -193,7 +203,7 @@ static int follow_retry(struct target_set *ts)
 			struct rec_target *t = targets_find(ts, f->pid);
 
 			fprintf(stderr, "bpfpy: pid %d exec'd %s: sampling it again, CPython %s\n",
-				f->pid, t->proc.comm, t->proc.version);
+				f->pid, t->comm, t->version);
 			added++;
 		} else if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN &&
 			   ++f->tries < NOT_READY_TRIES) {
@@ -254,6 +264,16 @@ int targets_scan(struct target_set *ts)
 	return added;
 }
 
+/* A target that exited or exec'd: only its summary stays. */
+static void release(struct target_set *ts, struct rec_target *t)
+{
+	note_cache(ts, t->cache, NULL);
+	code_cache_free(t->cache);
+	t->cache = NULL;
+	free(t->proc);
+	t->proc = NULL;
+}
+
 int targets_reap(struct target_set *ts)
 {
 	int alive = 0;
@@ -263,32 +283,27 @@ int targets_reap(struct target_set *ts)
 
 		if (t->exited)
 			continue;
-		if (ts->sampler && bpf_sampler_take_exec(ts->sampler, t->proc.pid)) {
+		if (ts->sampler && bpf_sampler_take_exec(ts->sampler, t->pid)) {
 			/* The kernel has stopped sampling it. -a finds the PID again
 			 * in its scan, like any process that starts. */
 			t->exited = TARGET_EXECED;
-			note_cache(ts, t->cache, NULL);
-			code_cache_free(t->cache);
-			t->cache = NULL;
+			release(ts, t);
 			if (!ts->all)
-				follow_add(ts, t->proc.pid);
+				follow_add(ts, t->pid);
 			if (ts->verbose)
 				fprintf(stderr, "bpfpy: pid %d exec'd: resolving its new image\n",
-					t->proc.pid);
+					t->pid);
 			continue;
 		}
-		if ((kill(t->proc.pid, 0) && errno == ESRCH) ||
-		    proc_starttime(t->proc.pid) != t->starttime) {
+		if ((kill(t->pid, 0) && errno == ESRCH) || proc_starttime(t->pid) != t->starttime) {
 			t->exited = TARGET_EXITED;
 			if (ts->sampler)
-				bpf_sampler_remove(ts->sampler, t->proc.pid);
+				bpf_sampler_remove(ts->sampler, t->pid);
 			/* Records still in the ring buffer for this PID are dropped
 			 * (targets_find skips exited targets), so nothing reads the
 			 * cache again: free it now, or `record -a` on a host that
 			 * churns processes grows by a cache per process (the soak). */
-			note_cache(ts, t->cache, NULL);
-			code_cache_free(t->cache);
-			t->cache = NULL;
+			release(ts, t);
 			continue;
 		}
 		alive++;
@@ -331,6 +346,7 @@ void targets_free(struct target_set *ts)
 {
 	for (int i = 0; i < ts->n; i++) {
 		code_cache_free(ts->t[i]->cache);
+		free(ts->t[i]->proc);
 		free(ts->t[i]);
 	}
 	free(ts->t);

@@ -23,7 +23,13 @@ enum target_state {
 };
 
 struct rec_target {
-	struct py_process proc;
+	/* What the summary needs, kept after the process is gone. */
+	pid_t pid;
+	char comm[32], version[32];
+	/* Reader, layout and cache: freed when the process exits or execs, so
+	 * that `record -a` on a host that churns processes keeps a few bytes
+	 * per dead process, not kilobytes. */
+	struct py_process *proc;
 	struct code_cache *cache;
 	unsigned long long starttime; /* /proc/PID/stat: tells a reused PID apart */
 	/* CLOCK_MONOTONIC at registration: a record stamped earlier for this
