@@ -86,7 +86,7 @@ report() { # name rc rss0 rss1 fd0 fd1 errfile
 	ticks=$(sed -n 's/.*ticks \([0-9]*\).*/\1/p' <<< "$line")
 	lost=$(sed -n 's/.*lost \([0-9]*\).*/\1/p' <<< "$line")
 	share=$(awk -v l="${lost:-0}" -v t="${ticks:-0}" 'BEGIN {printf "%.4f", t ? l / t : 0}')
-	npids=$(grep -c '^ *pid ' "$err")
+	npids=$(($(grep -c '^ *pid ' "$err") + $(awk '/^ *\.\.\. [0-9]+ more processes/ {print $2; exit}' "$err" | grep . || echo 0)))
 	echo "soak $name: ${SECS}s, exit $rc, RSS ${r0} -> ${r1} kB, fds ${f0} -> ${f1}, processes $npids, ticks ${ticks:-?}, lost ${lost:-?} (share $share)"
 	grep -m1 'code cache:' "$err" | sed "s/^ */  $name /"
 	grep -m1 'code cache:' "$err" | awk '{for (i = 1; i <= NF; i++) if ($i == "(bound") {gsub(/[^0-9]/, "", $(i + 1)); big = $(i - 1) + 0; exit !(big <= $(i + 1) + 0)}}' || fail=1

@@ -68,7 +68,8 @@ static const char doc[] =
     "(.raw: one line per sample 'ts_ns pid tid cpu flags stack', stack leaf first). "
     "Without -o, collapsed goes to stdout. Existing files are not overwritten without "
     "--force.\n"
-    "SUMMARY (stderr, at the end): samples per process; ticks (clock ticks in a target "
+    "SUMMARY (stderr, at the end): samples per process (past 40 processes, the 40 with "
+    "the most samples, then one line for the rest); ticks (clock ticks in a target "
     "thread), kept (after Poisson thinning), emitted (records that reached user space), lost "
     "(ring buffer full), errors by cause (a failed walk is counted, never drawn), truncated "
     "(deeper than --max-depth, leaf part kept); effective rate = emitted samples / elapsed "
@@ -296,6 +297,57 @@ static void progress(const struct rec_ctx *c, struct bpf_sampler *s, double elap
 		(unsigned long long)cnt[CNT_LOST], (unsigned long long)c->errors);
 }
 
+/* Rows of the summary beyond this are folded into one line: `record -a`
+ * on a busy host meets thousands of processes (the soak: 1186 in ten
+ * minutes), and the ones worth a row are those with the most samples. */
+#define SUMMARY_ROWS 40
+
+static int by_samples_desc(const void *a, const void *b)
+{
+	const struct rec_target *x = *(struct rec_target *const *)a;
+	const struct rec_target *y = *(struct rec_target *const *)b;
+
+	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
+}
+
+static void print_target_rows(const struct target_set *ts)
+{
+	struct rec_target **v = ts->t, **sorted = NULL;
+	uint64_t more_samples = 0, more_errors = 0;
+	int n = ts->n, shown = n;
+
+	if (n > SUMMARY_ROWS) {
+		sorted = malloc((size_t)n * sizeof(*sorted));
+		if (sorted) {
+			memcpy(sorted, ts->t, (size_t)n * sizeof(*sorted));
+			qsort(sorted, (size_t)n, sizeof(*sorted), by_samples_desc);
+			v = sorted;
+			shown = SUMMARY_ROWS;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct rec_target *t = v[i];
+
+		if (i >= shown) {
+			more_samples += t->samples;
+			more_errors += t->errors;
+			continue;
+		}
+		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
+			t->pid, t->comm, t->version, (unsigned long long)t->samples,
+			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
+			t->exited == TARGET_EXECED ? " (exec'd)"
+			: t->exited		   ? " (exited)"
+						   : "");
+	}
+	if (shown < n)
+		fprintf(stderr,
+			"  ... %d more processes, fewer samples each: %llu samples, %llu errors\n",
+			n - shown, (unsigned long long)more_samples,
+			(unsigned long long)more_errors);
+	free(sorted);
+}
+
 static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed)
 {
 	uint64_t cnt[CNT__COUNT];
@@ -308,16 +360,7 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		o->poisson ? (o->wall ? " (Poisson, exponential gaps)"
 				      : " (Poisson: geometric gaps on a faster clock)")
 			   : "");
-	for (int i = 0; i < c->ts->n; i++) {
-		const struct rec_target *t = c->ts->t[i];
-
-		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
-			t->pid, t->comm, t->version, (unsigned long long)t->samples,
-			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
-			t->exited == TARGET_EXECED ? " (exec'd)"
-			: t->exited		   ? " (exited)"
-						   : "");
-	}
+	print_target_rows(c->ts);
 	fprintf(stderr,
 		"  ticks %llu, kept %llu, emitted %llu, lost %llu, no thread state %llu, "
 		"truncated %llu\n",

@@ -31,6 +31,7 @@
 #    speedscope JSON parses and names the frames; the SVG is well-formed XML
 #    (xmllint --noout) and names the frames.
 # 7. SIGINT to a record without -d: exit 0, summary printed, output written.
+# 8. -a over 45 processes: the summary shows 40 rows and folds the rest.
 . "$(dirname "$0")/lib.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
@@ -560,6 +561,28 @@ if start_py "$L5" "$PYDIR/hot.py"; then
 else
 	bad "$L5: hot.py did not start"
 fi
+
+# ---------------------------------------------------------------- 8. many
+echo "== -a over 45 processes: a 40-row summary and one line for the rest"
+LM=$(pick pyenv-3.12 pyenv-3.11 debian-3.11)
+many=()
+for k in $(seq 1 45); do
+	"$ROOT_DIR/scripts/pyrun.sh" "$LM" "$PYDIR/three.py" >/dev/null 2>&1 &
+	many+=("$!")
+	PIDS+=("$!")
+done
+sleep 2 # every interpreter up
+"$BPFPY" record -a --clock wall --idle -F 20 -d 2 -o "$TMP/many.folded" 2>"$TMP/many.err"
+rc=$?
+rows=$(grep -c '^  pid ' "$TMP/many.err")
+more=$(awk '/^  \.\.\. [0-9]+ more processes/ {print $2}' "$TMP/many.err")
+grep -E '^  \.\.\.' "$TMP/many.err" | sed 's/^/    /'
+if [[ $rc == 0 && $rows == 40 && ${more:-0} -ge 5 ]]; then
+	ok "-a over $((rows + more)) processes: 40 rows, then '... $more more processes'"
+else
+	bad "-a over 45+ processes: exit $rc, $rows rows, more='$more'"
+fi
+kill -9 "${many[@]}" 2>/dev/null
 
 echo "run time $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s"
 finish
