@@ -302,14 +302,20 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (o.nonblocking) {
 		if (read_all(&c, NULL))
-			ret = diag_report(&d);
+			ret = EXIT_FAIL;
 	} else {
 		if (stopper_install_signal_handlers(&d) ||
 		    stopper_with_stopped(p.pid, read_stopped, &c, &d))
-			ret = diag_report(&d);
+			ret = EXIT_FAIL;
 	}
 	if (ret == EXIT_OK && symbolize_all(&c))
+		ret = EXIT_FAIL;
+	if (ret != EXIT_OK) {
+		/* A read that failed because the target became another program
+		 * says so, rather than naming an address of the old one. */
+		py_process_execd(&p, &d);
 		ret = diag_report(&d);
+	}
 	if (ret == EXIT_OK) {
 		if (o.json)
 			print_json(&c, &o);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void proc_comm(pid_t pid, char *buf, size_t len)
 {
@@ -57,6 +58,34 @@ static void find_gil(struct py_process *p)
 	p->cfg.gil_holder_addr = holder;
 }
 
+static int exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st))
+		return -1;
+	*dev = (unsigned long long)st.st_dev;
+	*ino = (unsigned long long)st.st_ino;
+	return 0;
+}
+
+int py_process_execd(const struct py_process *p, struct diag *d)
+{
+	unsigned long long dev, ino;
+	char comm[32];
+
+	if (!p->exe_ino || exe_id(p->pid, &dev, &ino) || (dev == p->exe_dev && ino == p->exe_ino))
+		return 0;
+	proc_comm(p->pid, comm, sizeof(comm));
+	diag_set(d, EXIT_NOT_PYTHON,
+		 "pid %d exec'd another program (%s) while bpfpy read it: not the CPython "
+		 "process it was",
+		 p->pid, comm);
+	return 1;
+}
+
 int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d)
 {
 	uint32_t hex = 0;
@@ -66,6 +95,8 @@ int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct 
 	p->pid = pid;
 	if (pid <= 0)
 		return diag_set(d, EXIT_USAGE, "invalid pid %d", (int)pid);
+	/* Before the binary is looked at: an exec in between then shows. */
+	exe_id(pid, &p->exe_dev, &p->exe_ino);
 	if (py_binary_find(pid, &p->bin, d))
 		return -1;
 	proc_comm(pid, p->comm, sizeof(p->comm));

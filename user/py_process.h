@@ -25,12 +25,19 @@ struct py_process {
 	struct proc_config cfg;
 	struct mem_reader mem;
 	int not_initialised; /* failed only because no interpreter exists yet */
+	/* /proc/PID/exe at open: tells an execve since from a plain failure. */
+	unsigned long long exe_dev, exe_ino;
 };
 
 /* Locate, identify and configure. max_depth 0 means the default. Errors:
  * those of py_binary_find() and py_offsets_*(), plus EXIT_NOT_PYTHON while
  * the interpreter is not initialised yet (no interpreter state). */
 int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d);
+
+/* After a failed read: did the process exec another program since it was
+ * opened? Then, 1 with d set (exit 4, naming what it runs now); else 0.
+ * (A re-exec of the same file is not told apart: same file, same layout.) */
+int py_process_execd(const struct py_process *p, struct diag *d);
 
 /* Read /proc/PID/comm into buf ("?" if gone). */
 void proc_comm(pid_t pid, char *buf, size_t len);

@@ -11,7 +11,9 @@
 # 3. Exec: the target replaces itself with another CPython (record, cpu and
 #    wall clock, must say "sampling it again" and hold frames of both
 #    programs), or with /bin/sleep (record says "no longer sampled", exits
-#    0); blocking dumps in a loop across the moment of the exec never hang.
+#    0); blocking dumps in a loop across the moment of the exec never hang:
+#    each exits 0 (still Python) or 4 (not Python now; a dump caught in the
+#    middle says the target exec'd another program while it was read).
 # 4. Already traced (strace -f -p): dump says who holds it (exit 6), dump
 #    --nonblocking and record (no ptrace needed) work, strace keeps it.
 # Rows for the table in SECURITY.md go to build/hardening/unruly.tsv.
@@ -28,13 +30,14 @@ label=$(printf '%s\n' "${host[@]}" | awk -F'\t' '$1 ~ /3\.12/ {print $1; exit}')
 [[ -n $label ]] || label=${host[0]%%$'\t'*}
 other=$(printf '%s\n' "${host[@]}" | awk -F'\t' -v l="$label" '$1 != l {print $2}' | tail -n 1)
 
-# untouched PID WHAT [TRACER]: no thread stopped, none traced (or only by TRACER)
+# untouched PID WHAT [TRACER]: no thread stopped, none traced (or only by
+# TRACER, whose own stops, 't' at each syscall under strace, are its own)
 untouched() {
 	local t st tr l=()
 	for t in /proc/"$1"/task/*; do
 		st=$(sed 's/^.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)
 		tr=$(awk '/^TracerPid:/ {print $2}' "$t/status" 2>/dev/null)
-		[[ $st == t || $st == T ]] && l+=("${t##*/}:$st")
+		[[ ($st == t && -z ${3:-}) || $st == T ]] && l+=("${t##*/}:$st")
 		[[ ${tr:-0} != 0 && $tr != "${3:-0}" ]] && l+=("${t##*/}:traced-by-$tr")
 	done
 	((${#l[@]})) && bad "$2: ${l[*]}" || ok "$2: target $1 running${3:+, traced by $3 only}"
@@ -159,7 +162,10 @@ codes=
 t_end=$((SECONDS + 3))
 while ((SECONDS < t_end)); do
 	timeout -s KILL 30 "$BPFPY" dump -p "$PY_PID" >/dev/null 2>"$TMP/x.err"
-	codes+="$? "
+	rc=$?
+	codes+="$rc "
+	[[ $rc == 0 || $rc == 4 ]] || cat "$TMP/x.err"
+	grep -q "exec'd another program" "$TMP/x.err" && echo "    caught mid-exec: $(cat "$TMP/x.err")"
 done
 summary=$(tally $codes)
 if [[ " $codes" =~ ^(\ 0)+(\ 4)+\ $ ]]; then

@@ -32,6 +32,7 @@
 
 #include "diag.h"
 #include "py_binary.h"
+#include "py_process.h"
 
 #define SID	 "/var/cache/bpfpy/sid"
 #define PYENV	 "/root/.pyenv/versions"
@@ -356,6 +357,35 @@ static void test_not_python(void **state)
 	kill_children(NULL);
 }
 
+/* A process that execs another program after it was opened: a later failed
+ * read is explained by the exec, with exit 4 and what it runs now. */
+static void test_execd(void **state)
+{
+	char *argv[] = {(char *)"/usr/bin/python3", (char *)"-c",
+			(char *)"import os, time\nprint('ready', flush=True)\ntime.sleep(0.3)\n"
+				"os.execv('/bin/sleep', ['sleep', '3600'])\n",
+			NULL};
+	char line[64], exe[PATH_MAX];
+	struct py_process p;
+	struct diag d = {0};
+	int out;
+	pid_t pid;
+
+	(void)state;
+	pid = spawn(argv, 0, &out);
+	assert_true(pid > 0);
+	assert_int_equal(read_line(out, line, sizeof(line)), 0);
+	close(out);
+	assert_int_equal(py_process_open(&p, pid, 0, &d), 0);
+	assert_int_equal(py_process_execd(&p, &d), 0);
+	assert_non_null(realpath("/bin/sleep", exe));
+	wait_exec(pid, exe);
+	assert_int_equal(py_process_execd(&p, &d), 1);
+	assert_int_equal(d.code, EXIT_NOT_PYTHON);
+	assert_non_null(strstr(d.msg, "exec'd another program (sleep) while bpfpy read it"));
+	kill_children(NULL);
+}
+
 static void test_no_process(void **state)
 {
 	struct py_binary b;
@@ -497,7 +527,7 @@ int main(void)
 	const struct CMUnitTest fixed[] = {
 	    T(test_version_from_name),	T(test_python37),   T(test_python36), T(test_python27),
 	    T(test_not_python),		T(test_no_process), T(test_zombie),   T(test_kernel_thread),
-	    T(test_deleted_executable),
+	    T(test_deleted_executable), T(test_execd),
 	};
 	size_t n = 0;
 
