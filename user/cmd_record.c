@@ -275,6 +275,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		raw_write_sample(c->raw, &s);
 	else
 		profile_add(c->prof, &s);
+	code_cache_end_sample(t->cache);
 	return 0;
 }
 

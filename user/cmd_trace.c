@@ -317,6 +317,7 @@ static int on_record(void *arg, void *data, size_t size)
 		td->locs[e.loc].name = strtab_intern(&td->strs, c->buf);
 	}
 	trace_add_event(td, &e);
+	code_cache_end_sample(c->cache);
 	return 0;
 }
 

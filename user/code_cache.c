@@ -20,6 +20,14 @@
 
 #define NIL UINT32_MAX
 
+/* Names and files of refilled or evicted entries wait here before they are
+ * freed, so that the strings of every frame of one stack stay valid while
+ * the caller symbolizes the rest of it (a torn live read can name one
+ * address twice, under two fingerprints: the second refills the entry the
+ * first points into). A stack retires at most 2 strings a frame; when full,
+ * the older half goes, which never holds the current stack's. */
+#define RETIRED_MAX (8 * BPFPY_MAX_DEPTH)
+
 struct slot {
 	struct code_entry e;
 	char *name, *file;   /* owned; NULL when the read failed */
@@ -38,6 +46,8 @@ struct code_cache {
 	uint32_t lru_head, lru_tail;
 	struct code_cache_stats st;
 	struct code_entry fail; /* what a stale or unreadable lookup returns */
+	char **retired;		/* RETIRED_MAX, oldest first */
+	size_t nretired;
 };
 
 static uint32_t bucket_of(const struct code_cache *c, uint64_t addr)
@@ -101,10 +111,40 @@ static void hash_unlink(struct code_cache *c, uint32_t i)
 		*p = c->slots[i].hnext;
 }
 
-static void slot_release(struct slot *s)
+static void retire(struct code_cache *c, char *s)
 {
-	free(s->name);
-	free(s->file);
+	if (!s)
+		return;
+	if (!c->retired) {
+		c->retired = malloc(RETIRED_MAX * sizeof(*c->retired));
+		if (!c->retired) { /* no room to wait: the old contract, free now */
+			free(s);
+			return;
+		}
+	}
+	if (c->nretired == RETIRED_MAX) {
+		size_t half = RETIRED_MAX / 2;
+
+		for (size_t k = 0; k < half; k++)
+			free(c->retired[k]);
+		memmove(c->retired, c->retired + half, (RETIRED_MAX - half) * sizeof(*c->retired));
+		c->nretired -= half;
+	}
+	c->retired[c->nretired++] = s;
+}
+
+void code_cache_end_sample(struct code_cache *c)
+{
+	for (size_t k = 0; k < c->nretired; k++)
+		free(c->retired[k]);
+	c->nretired = 0;
+}
+
+/* The table is only read inside a lookup; names may be held by the caller. */
+static void slot_release(struct code_cache *c, struct slot *s)
+{
+	retire(c, s->name);
+	retire(c, s->file);
 	free(s->table);
 	s->name = s->file = NULL;
 	s->table = NULL;
@@ -143,7 +183,8 @@ struct code_cache *code_cache_new(struct mem_reader *r, const struct py_offsets 
 void code_cache_clear(struct code_cache *c)
 {
 	for (size_t i = 0; i < c->size; i++)
-		slot_release(&c->slots[i]);
+		slot_release(c, &c->slots[i]);
+	code_cache_end_sample(c);
 	c->size = 0;
 	c->st.size = 0;
 	memset(c->buckets, 0xff, c->nbuckets * sizeof(*c->buckets));
@@ -156,6 +197,7 @@ void code_cache_free(struct code_cache *c)
 		return;
 	if (c->slots && c->buckets)
 		code_cache_clear(c);
+	free(c->retired);
 	free(c->slots);
 	free(c->buckets);
 	free(c);
@@ -190,7 +232,7 @@ static void fill(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t f
 	size_t len = 0;
 	int rc;
 
-	slot_release(s);
+	slot_release(c, s);
 	memset(&s->e, 0, sizeof(s->e));
 	s->e.addr = addr;
 	s->e.fingerprint = fp;
@@ -220,7 +262,7 @@ static uint32_t take_slot(struct code_cache *c, uint64_t addr)
 		i = c->lru_tail;
 		lru_unlink(c, i);
 		hash_unlink(c, i);
-		slot_release(&c->slots[i]);
+		slot_release(c, &c->slots[i]);
 		c->st.evictions++;
 	}
 	c->slots[i].e.addr = addr;

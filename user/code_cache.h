@@ -79,13 +79,21 @@ void code_cache_clear(struct code_cache *c);
  * anyway). Never NULL: failures give an entry whose status says why and
  * whose strings are CODE_CACHE_UNKNOWN.
  *
- * Lifetime: the entry and its strings belong to the cache and stay valid
- * only until the next call that may evict or refill an entry, i.e. the
- * next code_cache_lookup/_symbolize/_clear/_free on this cache. Callers
- * that keep names must copy or intern them first (profile_add interns).
+ * Lifetime: the entry belongs to the cache and stays valid only until the
+ * next call on it. Its name and file strings stay valid longer: until
+ * code_cache_end_sample(), _clear or _free, so a caller may symbolize every
+ * frame of a stack and then use them all (profile_add interns them; a
+ * torn read can name one address under two fingerprints, and the second
+ * lookup refills the entry the first frame points into). Callers that keep
+ * names beyond the sample must copy or intern them.
  */
 const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
 					   uint32_t fingerprint);
+
+/* The caller is done with the strings of the stack it symbolized: free
+ * those that entries gave up meanwhile. (Without it they are freed in
+ * bulk, the older half, once 8192 wait: memory stays bounded either way.) */
+void code_cache_end_sample(struct code_cache *c);
 
 /* Line of instruction instr (code units, -1 = before the first) of an
  * entry, -1 when unknown. */
@@ -94,7 +102,7 @@ int code_cache_line(const struct code_entry *e, int instr);
 /*
  * Symbolize one frame from the walker (f->instr raw, as the walker records
  * it; converted with walk_instr_index()) into out (strings as for
- * code_cache_lookup: valid until the next call on this cache). Returns the
+ * code_cache_lookup: valid until code_cache_end_sample()). Returns the
  * entry's enum code_status; the frame is filled in every case.
  */
 int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out);

@@ -331,6 +331,63 @@ static void test_address_reuse(void **state)
 	free(im.mem);
 }
 
+/* One stack names an address twice under two fingerprints (a torn live
+ * read while code objects die and are born at one address): the second
+ * frame refills the entry the first points into, and the first frame's
+ * strings must stay valid until the caller ends the sample. ASan (make
+ * test SAN=1) turns a regression into a use-after-free report; the soak
+ * found it as a crash of record -a --clock wall. */
+static void test_strings_live_until_end_of_sample(void **state)
+{
+	struct py_offsets o = offsets(V312);
+	struct image im;
+	struct code_cache *c;
+	struct sym_frame f1, f2, f3;
+	uint64_t a, xa, ya;
+	uint32_t fpx, fpy;
+	(void)state;
+
+	/* X and Y built once; "allocating" one at a is copying its header. */
+	image_init(&im, 1 << 16);
+	a = image_alloc(&im, 256);
+	xa = image_alloc(&im, 256);
+	ya = image_alloc(&im, 256);
+	put_code(&im, &o, xa, &spec_x);
+	put_code(&im, &o, ya, &spec_y);
+	memcpy(at(&im, a), at(&im, xa), 256);
+	fpx = walker_fp(&im, &o, a);
+	memcpy(at(&im, a), at(&im, ya), 256);
+	fpy = walker_fp(&im, &o, a);
+	assert_int_not_equal(fpx, fpy);
+
+	c = code_cache_new(&im.r, &o, 0);
+	memcpy(at(&im, a), at(&im, xa), 256);
+	assert_int_equal(
+	    code_cache_symbolize(c, &(struct frame_rec){a, raw_instr(&o, 3), fpx}, &f1), CODE_OK);
+	memcpy(at(&im, a), at(&im, ya), 256);
+	assert_int_equal(
+	    code_cache_symbolize(c, &(struct frame_rec){a, raw_instr(&o, 3), fpy}, &f2), CODE_OK);
+	memcpy(at(&im, a), at(&im, xa), 256);
+	assert_int_equal(
+	    code_cache_symbolize(c, &(struct frame_rec){a, raw_instr(&o, 3), fpx}, &f3), CODE_OK);
+	/* Three refills of one entry within one sample: every frame intact. */
+	assert_string_equal(f1.name, "Outer.func_x");
+	assert_string_equal(f1.file, "/src/x.py");
+	assert_string_equal(f2.name, "func_y");
+	assert_string_equal(f2.file, "/src/y.py");
+	assert_string_equal(f3.name, "Outer.func_x");
+	code_cache_end_sample(c);
+	/* Retired strings stay bounded without end_sample too (ASan and
+	 * valgrind would see the leak or the overrun). */
+	for (int i = 0; i < 20000; i++) {
+		memcpy(at(&im, a), at(&im, i % 2 ? xa : ya), 256);
+		code_cache_symbolize(c, &(struct frame_rec){a, 0, i % 2 ? fpx : fpy}, &f1);
+	}
+	assert_string_equal(f1.name, "Outer.func_x");
+	code_cache_free(c);
+	free(im.mem);
+}
+
 static void test_unknown_fingerprint(void **state)
 {
 	struct py_offsets o = offsets(V312);
@@ -615,6 +672,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_hit_and_line),
 	    cmocka_unit_test(test_address_reuse),
+	    cmocka_unit_test(test_strings_live_until_end_of_sample),
 	    cmocka_unit_test(test_unknown_fingerprint),
 	    cmocka_unit_test(test_unreadable),
 	    cmocka_unit_test(test_pre311),
