@@ -12,6 +12,9 @@
 # process, each at most two PYSTR_DEFAULT_CAP names and a
 # PYBYTES_DEFAULT_CAP table, freed with the process): flat RSS across
 # hundreds of processes is the evidence that dead caches are released.
+# SOAK_KEEP=1 keeps the recorders' outputs and summaries (the temp dir).
+# "processes" counts every Python process a recorder met: the churn targets
+# and the short version probes scripts/pyrun.sh runs before each.
 # Fails if RSS grows by more than SOAK_RSS_GROWTH_KB (20 MB) or fds by more
 # than 8, the lost share exceeds SOAK_MAX_LOST (1%), or a cache passed
 # its bound.
@@ -26,7 +29,7 @@ TMP=$(mktemp -d /tmp/bpfpy-soak.XXXXXX)
 churn_pid=
 cleanup() {
 	for p in $churn_pid ${cpu:-} ${wall:-}; do kill "$p" 2>/dev/null; done
-	rm -rf "$TMP"
+	[ -n "${SOAK_KEEP:-}" ] && echo "soak: kept $TMP" || rm -rf "$TMP"
 }
 trap cleanup EXIT
 [ "$(id -u)" = 0 ] || { echo "soak: needs root" >&2; exit 1; }
