@@ -101,7 +101,7 @@ row() {
 	[[ -n $dbg ]] && what=${what// $dbg / <python3.11d> }
 	[[ -n $ft ]] && what=${what// $ft / <free-threaded> }
 	what=${what//$TMP/\$TMP}
-	printf 'bad input\tbpfpy%s\t%s\n' "${what% }" "$2" >>"$ROWS"
+	printf 'bad input\tbpfpy%s\t%s\n' "${what% }" "${2//$TMP/\$TMP}" >>"$ROWS"
 }
 
 # ---------------------------------------------------------------- the table

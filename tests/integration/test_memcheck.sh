@@ -45,7 +45,7 @@ vg() {
 	if [[ $rc == 0 && ! -s $TMP/$name.vg ]]; then
 		ok "memcheck bpfpy $*: exit 0, no error, no leak"
 		printf 'memcheck\tvalgrind memcheck of bpfpy %s\texit 0; no invalid access, no uninitialised use, no leak\n' \
-			"$(sed "s|$TMP|\$TMP|g; s| $py | <python3> |g; s| $hot | <busy python3> |g; s| $gc | <python3.11> |g" <<<" $* ")" >>"$ROWS"
+			"$(sed "s|$TMP|\$TMP|g; s| $py | <python3> |g; s| $hot | <busy python3> |g; s| $gc | <python3.11> |g; s|^ ||; s| \$||" <<<" $* ")" >>"$ROWS"
 	else
 		bad "memcheck bpfpy $*: exit $rc"
 		head -n 60 "$TMP/$name.vg"
