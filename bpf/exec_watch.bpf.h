@@ -25,9 +25,8 @@ int on_exec(__u64 *ctx)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32, one = 1;
 
 	(void)ctx; /* (task, old_pid, bprm): the current task says all we need */
-	if (!bpf_map_lookup_elem(&proc_configs, &pid))
+	if (bpf_map_delete_elem(&proc_configs, &pid)) /* not a target: -ENOENT */
 		return 0;
-	bpf_map_delete_elem(&proc_configs, &pid);
 	bpf_map_update_elem(&execed, &pid, &one, BPF_ANY);
 	return 0;
 }

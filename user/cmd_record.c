@@ -353,6 +353,8 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 {
 	uint64_t cnt[CNT__COUNT];
 	const struct record_opts *o = c->o;
+	size_t now, peak;
+	int live;
 
 	if (bpf_sampler_counters(s, cnt))
 		memset(cnt, 0, sizeof(cnt));
@@ -375,15 +377,10 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
-	{
-		int live;
-		size_t peak, cap, now = targets_cache_usage(c->ts, &live, &peak, &cap);
-
-		fprintf(stderr,
-			"  code cache: %zu objects in %d live processes; largest cache %zu (bound "
-			"%zu)\n",
-			now, live, peak, cap ? cap : (size_t)CODE_CACHE_DEFAULT_CAP);
-	}
+	now = targets_cache_usage(c->ts, &live, &peak);
+	fprintf(stderr,
+		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d)\n",
+		now, live, peak, CODE_CACHE_DEFAULT_CAP);
 	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
 	if (cnt[CNT_KEPT])
 		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",
@@ -486,10 +483,10 @@ int cmd_record(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
-	/* Only speedscope and raw write samples in time order. For the others
-	 * the order is memory spent for nothing: 24 bytes a sample, which a
-	 * long -a run on the wall clock turns into megabytes a minute. */
-	if (strcmp(format, "speedscope") && strcmp(format, "raw"))
+	/* Only speedscope writes the profile's samples in time order (raw is
+	 * streamed, not kept). For the others the order is memory spent for
+	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
+	if (strcmp(format, "speedscope"))
 		profile_set_max_ordered(c.prof, 0);
 	{
 		struct bpf_sampler_opts so = {

@@ -53,9 +53,9 @@ static int is_root(int fd, const struct stat *root)
  */
 static int resolve_in_root(int rootfd, const char *path, int flags)
 {
-	char buf[2 * PATH_MAX], link[PATH_MAX], *rest, *comp;
+	char buf[2 * PATH_MAX], link[PATH_MAX], self[64], *rest, *comp;
 	struct stat root, st;
-	int cur, links = 0;
+	int cur, fd, err, links = 0;
 
 	if (fstat(rootfd, &root))
 		return -1;
@@ -87,8 +87,7 @@ static int resolve_in_root(int rootfd, const char *path, int flags)
 		}
 		next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0 || fstat(next, &st)) {
-			int err = errno;
-
+			err = errno;
 			if (next >= 0)
 				close(next);
 			close(cur);
@@ -125,28 +124,11 @@ static int resolve_in_root(int rootfd, const char *path, int flags)
 	if (cur < 0)
 		return -1;
 	/* Reopen the O_PATH fd for real: same inode, no new lookup. */
-	{
-		char self[64];
-		int fd;
-
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", cur);
-		fd = open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
-		close(cur);
-		return fd;
-	}
-}
-
-static int open_fallback(pid_t pid, int rootfd, const char *path, int flags, struct diag *d)
-{
-	int fd = resolve_in_root(rootfd, path, flags);
-
-	if (fd < 0) {
-		int err = errno;
-
-		if (proc_gone(pid))
-			return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", (int)pid);
-		return diag_errno(d, err, "pid %d: cannot open %s in its root", (int)pid, path);
-	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", cur);
+	fd = open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
+	err = errno;
+	close(cur);
+	errno = err;
 	return fd;
 }
 
@@ -173,17 +155,16 @@ int proc_root_open(pid_t pid, const char *path, int flags, struct diag *d)
 	/* Magic links (/proc/self/...) inside the target's tree could point
 	 * anywhere; a file the target maps never needs one. */
 	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	for (int i = 0; i < OPENAT2_RETRIES; i++) {
-		fd = proc_root_no_openat2 ? (errno = ENOSYS, -1)
-					  : (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	err = ENOSYS;
+	for (int i = 0; i < OPENAT2_RETRIES && !proc_root_no_openat2; i++) {
+		fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 		err = fd < 0 ? errno : 0;
 		if (fd >= 0 || err != EAGAIN)
 			break;
 	}
-	if (fd < 0 && err == ENOSYS) {
-		fd = open_fallback(pid, dfd, path, flags, d);
-		close(dfd);
-		return fd;
+	if (fd < 0 && err == ENOSYS) { /* no openat2: the same confinement by hand */
+		fd = resolve_in_root(dfd, path, flags);
+		err = fd < 0 ? errno : 0;
 	}
 	close(dfd);
 	if (fd >= 0)

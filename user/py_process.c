@@ -58,7 +58,7 @@ static void find_gil(struct py_process *p)
 	p->cfg.gil_holder_addr = holder;
 }
 
-static int exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino)
+int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino)
 {
 	char path[64];
 	struct stat st;
@@ -76,7 +76,8 @@ int py_process_execd(const struct py_process *p, struct diag *d)
 	unsigned long long dev, ino;
 	char comm[32];
 
-	if (!p->exe_ino || exe_id(p->pid, &dev, &ino) || (dev == p->exe_dev && ino == p->exe_ino))
+	if (!p->exe_ino || proc_exe_id(p->pid, &dev, &ino) ||
+	    (dev == p->exe_dev && ino == p->exe_ino))
 		return 0;
 	proc_comm(p->pid, comm, sizeof(comm));
 	diag_set(d, EXIT_NOT_PYTHON,
@@ -96,7 +97,7 @@ int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct 
 	if (pid <= 0)
 		return diag_set(d, EXIT_USAGE, "invalid pid %d", (int)pid);
 	/* Before the binary is looked at: an exec in between then shows. */
-	exe_id(pid, &p->exe_dev, &p->exe_ino);
+	proc_exe_id(pid, &p->exe_dev, &p->exe_ino);
 	if (py_binary_find(pid, &p->bin, d))
 		return -1;
 	proc_comm(pid, p->comm, sizeof(p->comm));

@@ -8,14 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* A process just started has no interpreter for a few milliseconds: it is
  * retried on this many scans before being written off. */
 #define NOT_READY_TRIES 40
-
-static size_t note_cache(struct target_set *ts, const struct code_cache *c, size_t *cap);
 
 unsigned long long proc_starttime(pid_t pid)
 {
@@ -128,14 +125,11 @@ fail:
  * when the executable changes. */
 static int exe_tag(pid_t pid)
 {
-	char path[64];
-	struct stat st;
-	unsigned long long h;
+	unsigned long long dev, ino, h;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &st))
+	if (proc_exe_id(pid, &dev, &ino))
 		return -1;
-	h = (unsigned long long)st.st_ino * 0x9e3779b97f4a7c15ull ^ (unsigned long long)st.st_dev;
+	h = ino * 0x9e3779b97f4a7c15ull ^ dev;
 	return -2 - (int)(h % 0x3ffffff0u);
 }
 
@@ -264,10 +258,23 @@ int targets_scan(struct target_set *ts)
 	return added;
 }
 
+/* Called before a target's cache is freed, and for the summary. */
+static size_t note_cache(struct target_set *ts, const struct code_cache *c)
+{
+	struct code_cache_stats st;
+
+	if (!c)
+		return 0;
+	code_cache_get_stats(c, &st);
+	if (st.size > ts->cache_peak)
+		ts->cache_peak = st.size;
+	return st.size;
+}
+
 /* A target that exited or exec'd: only its summary stays. */
 static void release(struct target_set *ts, struct rec_target *t)
 {
-	note_cache(ts, t->cache, NULL);
+	note_cache(ts, t->cache);
 	code_cache_free(t->cache);
 	t->cache = NULL;
 	free(t->proc);
@@ -311,30 +318,14 @@ int targets_reap(struct target_set *ts)
 	return alive + ts->nfollow;
 }
 
-/* Called before a target's cache is freed, and for the summary. */
-static size_t note_cache(struct target_set *ts, const struct code_cache *c, size_t *cap)
-{
-	struct code_cache_stats st;
-
-	if (!c)
-		return 0;
-	code_cache_get_stats(c, &st);
-	if (st.size > ts->cache_peak)
-		ts->cache_peak = st.size;
-	if (cap)
-		*cap = st.cap;
-	return st.size;
-}
-
-size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out, size_t *cap_out)
+size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out)
 {
 	size_t total = 0;
 	int live = 0;
 
-	*cap_out = 0;
 	for (int i = 0; i < ts->n; i++)
 		if (ts->t[i]->cache) {
-			total += note_cache(ts, ts->t[i]->cache, cap_out);
+			total += note_cache(ts, ts->t[i]->cache);
 			live++;
 		}
 	*live_out = live;

@@ -76,8 +76,9 @@ int targets_scan(struct target_set *ts);
 int targets_reap(struct target_set *ts);
 struct rec_target *targets_find(struct target_set *ts, pid_t pid);
 /* Code objects cached now over the live targets, how many of those there
- * are, and the largest any single cache held; *cap_out the per-cache bound. */
-size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out, size_t *cap_out);
+ * are, and the largest any single cache held (each is created with the
+ * default bound, CODE_CACHE_DEFAULT_CAP). */
+size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out);
 void targets_free(struct target_set *ts);
 
 unsigned long long proc_starttime(pid_t pid);
