@@ -14,12 +14,17 @@ mkdir -p "$log_dir/unit" "$log_dir/integration"
 pass=0 fail=0 skip=0
 failed=()
 
-run() { # name, command...
-	local name=$1 rc start secs
-	shift
+# A hung test must fail with its log, not hold CI until its own limit: each
+# gets a bound (seconds) far above its usual time (the slowest, test_signals,
+# takes about 140 s on 2 CPUs).
+LIMIT_UNIT=300 LIMIT_INTEGRATION=600
+run() { # name, limit, command...
+	local name=$1 limit=$2 rc start secs
+	shift 2
 	start=$(date +%s%N)
-	"$@" >"$log_dir/$name.log" 2>&1
+	timeout -k 10 "$limit" "$@" >"$log_dir/$name.log" 2>&1
 	rc=$?
+	((rc == 124 || rc == 137)) && echo "run_all: killed after $limit s" >>"$log_dir/$name.log"
 	secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 	case $rc in
 	0) pass=$((pass + 1)); printf 'PASS  %-40s %6ss\n' "$name" "$secs" ;;
@@ -40,12 +45,12 @@ export BPFPY_TARGETS="$PWD/$OUT/targets.txt"
 
 echo "== unit tests"
 for bin in "$@"; do
-	run "unit/$(basename "$bin")" "$bin"
+	run "unit/$(basename "$bin")" $LIMIT_UNIT "$bin"
 done
 echo "== integration tests (root)"
 for t in tests/integration/test_${ONLY:-*}.sh; do
 	[ -e "$t" ] || continue
-	run "integration/$(basename "$t" .sh)" bash "$t"
+	run "integration/$(basename "$t" .sh)" $LIMIT_INTEGRATION bash "$t"
 done
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]} (logs in $log_dir/)"

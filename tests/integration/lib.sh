@@ -39,6 +39,22 @@ rows_file() {
 	: >"$ROWS"
 }
 
+# progressed_since READ P0: polls the command READ (which prints a counter
+# the target advances) until it exceeds P0, for at most 15 s; prints the
+# last value and fails if it never moved. A check that the target still
+# runs, not how fast: under strace, or with the oracle's own busy targets
+# pinned to both CPUs, a healthy target can take seconds to move.
+progressed_since() {
+	local v i
+	for ((i = 0; i < 150; i++)); do
+		v=$($1)
+		((v > $2)) && { echo "$v"; return 0; }
+		sleep 0.1
+	done
+	echo "$v"
+	return 1
+}
+
 # Each target as "version label root python", one per line.
 targets() { cat "$TARGETS"; }
 

@@ -50,7 +50,7 @@ expect() {
 
 check_run() { # name, description of the faults it must survive
 	local name=$1 what=$2 p0=$3 p1
-	p1=$(progress)
+	p1=$(progressed_since progress "$p0")
 	if [ "$RC" -eq 0 ]; then ok "$name: exit 0"; else bad "$name: exit $RC (137 = killed by the timeout: a loop)"; sed 's/^/   /' "$ERRF" | tail -n 5; fi
 	if [ "$RSS" -gt 0 ] && [ "$RSS" -lt "$RSS_MAX_KB" ]; then ok "$name: max RSS ${RSS} kB"; else bad "$name: max RSS ${RSS} kB"; fi
 	if kill -0 "$pid" 2>/dev/null && [ "$p1" -gt "$p0" ]; then

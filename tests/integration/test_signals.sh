@@ -38,14 +38,8 @@ target_ok() { # bpfpy pid, what
 		bad "$2: target thread left in traced stop (states $st)"
 		return 1
 	fi
-	# Progress within 5 s: the oracle rounds pin busy targets of their own
-	# to both CPUs, which can starve this one for a while, not stop it.
 	p0=$(progress)
-	for _ in $(seq 1 50); do
-		sleep 0.1
-		p1=$(progress)
-		[ "$p1" -gt "$p0" ] && break
-	done
+	p1=$(progressed_since progress "$p0")
 	if ! kill -0 "$pid" 2>/dev/null || [ "$p1" -le "$p0" ]; then
 		bad "$2: target not progressing ($p0 -> $p1)"
 		return 1
@@ -173,11 +167,16 @@ for i in $(seq 1 16); do
 			other_fail=$((other_fail + 1))
 		fi
 	else
-		left=
-		sleep 0.5
-		for k in $kids; do # a zombie (Z) is dead, waiting for init to reap it
-			st=$(sed 's/^.*) //' /proc/"$k"/stat 2>/dev/null | cut -d' ' -f1)
-			[[ -n $st && $st != Z ]] && left+="$k($st) "
+		# PDEATHSIG is sent as bpfpy dies; give a loaded runner 5 s to
+		# deliver it. A zombie (Z) is dead, waiting for init to reap it.
+		for _ in $(seq 1 50); do
+			left=
+			for k in $kids; do
+				st=$(sed 's/^.*) //' /proc/"$k"/stat 2>/dev/null | cut -d' ' -f1)
+				[[ -n $st && $st != Z ]] && left+="$k($st) "
+			done
+			[ -z "$left" ] && break
+			sleep 0.1
 		done
 		if [ "$rc" -ne 0 ] && [ "$rc" -le 128 ]; then
 			bad "$what: exit $rc: $(tail -n 2 "$TMP/oracle$i.err")"

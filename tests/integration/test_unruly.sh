@@ -47,9 +47,8 @@ count() { cat "$TMP/count" 2>/dev/null || echo 0; }
 advancing() { # WHAT
 	local a b
 	a=$(count)
-	sleep 0.3
-	b=$(count)
-	((b > a)) && ok "$1: target still progressing ($a -> $b)" || bad "$1: progress stuck at $a"
+	b=$(progressed_since count "$a") && ok "$1: target still progressing ($a -> $b)" ||
+		bad "$1: progress stuck at $a for 15 s"
 }
 start_unruly() { # MODE [ARGS]: sets PY_PID
 	rm -f "$TMP/count"

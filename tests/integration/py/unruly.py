@@ -22,8 +22,10 @@ def tick(every=1):
     global count
     count += 1
     if count_path and count % every == 0:
-        with open(count_path, "w") as f:
+        # Replaced, not rewritten, so a reader never sees it empty.
+        with open(count_path + ".tmp", "w") as f:
             f.write(str(count))
+        os.replace(count_path + ".tmp", count_path)
 
 
 def spin(seconds):
