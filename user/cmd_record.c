@@ -237,7 +237,6 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 {
 	struct rec_ctx *c = arg;
 	struct rec_target *t = c->last;
-
 	struct sym_sample s = {
 	    .ts_ns = h->ts_ns,
 	    .pid = h->pid,

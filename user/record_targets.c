@@ -194,7 +194,7 @@ static int follow_retry(struct target_set *ts)
 		struct diag d = {0};
 
 		if (!targets_add(ts, f->pid, &d)) {
-			struct rec_target *t = targets_find(ts, f->pid);
+			const struct rec_target *t = ts->t[ts->n - 1]; /* appended */
 
 			fprintf(stderr, "bpfpy: pid %d exec'd %s: sampling it again, CPython %s\n",
 				f->pid, t->comm, t->version);

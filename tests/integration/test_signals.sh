@@ -39,8 +39,7 @@ target_ok() { # bpfpy pid, what
 		return 1
 	fi
 	p0=$(progress)
-	p1=$(progressed_since progress "$p0")
-	if ! kill -0 "$pid" 2>/dev/null || [ "$p1" -le "$p0" ]; then
+	if ! p1=$(progressed_since progress "$p0") || ! kill -0 "$pid" 2>/dev/null; then
 		bad "$2: target not progressing ($p0 -> $p1)"
 		return 1
 	fi
