@@ -87,17 +87,11 @@ int py_process_execd(const struct py_process *p, struct diag *d)
 	return 1;
 }
 
-int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d)
+static int open_image(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d)
 {
 	uint32_t hex = 0;
 	uint64_t interp = 0;
 
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	if (pid <= 0)
-		return diag_set(d, EXIT_USAGE, "invalid pid %d", (int)pid);
-	/* Before the binary is looked at: an exec in between then shows. */
-	proc_exe_id(pid, &p->exe_dev, &p->exe_ino);
 	if (py_binary_find(pid, &p->bin, d))
 		return -1;
 	proc_comm(pid, p->comm, sizeof(p->comm));
@@ -157,4 +151,21 @@ int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct 
 	}
 	find_gil(p);
 	return 0;
+}
+
+int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d)
+{
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	if (pid <= 0)
+		return diag_set(d, EXIT_USAGE, "invalid pid %d", (int)pid);
+	/* Before the binary is looked at: an exec in between then shows. */
+	proc_exe_id(pid, &p->exe_dev, &p->exe_ino);
+	if (!open_image(p, pid, max_depth, d))
+		return 0;
+	/* An exec while the image was being read fails somewhere in the
+	 * middle (an address of the old image, EFAULT): say what happened. */
+	if (d && py_process_execd(p, d))
+		p->not_initialised = 0;
+	return -1;
 }

@@ -31,7 +31,8 @@ struct py_process {
 
 /* Locate, identify and configure. max_depth 0 means the default. Errors:
  * those of py_binary_find() and py_offsets_*(), plus EXIT_NOT_PYTHON while
- * the interpreter is not initialised yet (no interpreter state). */
+ * the interpreter is not initialised yet (no interpreter state) or when the
+ * process exec'd another program while it was being opened. */
 int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct diag *d);
 
 /* After a failed read: did the process exec another program since it was
