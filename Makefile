@@ -15,7 +15,12 @@ CC ?= cc
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 $(WARN) -Iuser -Iuser/gen -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
+# user/ holds one folder per subsystem (README: Layout); headers are included
+# by their base name, so every folder is on the include path.
+USER_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.h user/*/*/*.h))))
+USER_INC := $(addprefix -I,$(USER_DIRS))
+USER_HDRS := $(wildcard user/*/*.h user/*/*/*.h)
+CFLAGS += -std=gnu11 $(WARN) $(USER_INC) -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
 LDLIBS := -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -lpthread
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -26,13 +31,16 @@ endif
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.skel.h,$(BPF_SRCS))
-# user/gen: generated code (protoc-c), committed.
-USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c)) $(wildcard user/gen/*.c)
+# user/profile/gen: generated code (protoc-c), committed.
+USER_SRCS := $(wildcard user/*/*.c user/*/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 
 .SECONDARY:
+# A recipe that fails (bpftool gen skeleton > $@, say) must not leave a
+# truncated target that the next make trusts.
+.DELETE_ON_ERROR:
 .PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz protobuf
 
 all: $(OUT)/bpfpy
@@ -56,7 +64,7 @@ $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 $(OUT)/bpf/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
-$(OUT)/obj/%.o: user/%.c user/*.h user/gen/*.h bpf/bpfpy.h bpf/frame_walker.h $(SKELS) | $(OUT)/obj
+$(OUT)/obj/%.o: user/%.c $(USER_HDRS) bpf/bpfpy.h bpf/frame_walker.h $(SKELS) | $(OUT)/obj
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -97,16 +105,16 @@ install: $(OUT)/bpfpy
 	install -D -m 0755 -t $(DESTDIR)$(PREFIX)/share/bpfpy/scripts scripts/targets.sh \
 		scripts/pyrun.sh scripts/oracle_cpython_unwinder.py
 
-# user/gen/profile.pb-c.[ch] are committed (protoc-c output), so building
-# needs only libprotobuf-c; run this after editing user/gen/profile.proto.
+# user/profile/gen/profile.pb-c.[ch] are committed (protoc-c output), so building
+# needs only libprotobuf-c; run this after editing user/profile/gen/profile.proto.
 protobuf:
-	cd user/gen && protoc-c --c_out=. profile.proto
+	cd user/profile/gen && protoc-c --c_out=. profile.proto
 
 vmlinux:
 	scripts/gen_vmlinux.sh vmlinux/$(ARCH)/vmlinux.h
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tests/unit/*.c
+	clang-format -i bpf/*.h bpf/*.c user/main.c $(filter-out user/profile/gen/%,$(USER_SRCS) $(USER_HDRS)) tests/unit/*.c
 
 clean:
 	rm -rf build build-san

@@ -36,7 +36,7 @@ enum frame_model {
 /*
  * Everything version-specific the walk needs. Filled in user space from a
  * per-version table (<=3.12) or from the target's _Py_DebugOffsets (3.13+),
- * see user/py_offsets.c. A zero offset means "this version has no such
+ * see user/python/py_offsets.c. A zero offset means "this version has no such
  * field" wherever zero cannot be a real offset.
  */
 struct py_offsets {

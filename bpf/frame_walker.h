@@ -4,7 +4,7 @@
  *
  *   bpf/sampler.bpf.c   reads with bpf_probe_read_user (perf_event, uprobes)
  *   bpf/wallclock.bpf.c reads with bpf_copy_from_user_task (sleepable iterator)
- *   user/stack_reader.c reads with process_vm_readv, or a memory image in tests
+ *   user/python/stack_reader.c reads with process_vm_readv, or a memory image in tests
  *
  * so that every mode of the oracle differs only in *when* it reads, never in
  * how. The includer defines, before including this file:

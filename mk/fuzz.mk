@@ -10,18 +10,18 @@
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_OUT := build/fuzz
-FUZZ_CFLAGS := -g -O1 -std=gnu11 $(WARN) -Iuser -Ibpf -D_GNU_SOURCE \
+FUZZ_CFLAGS := -g -O1 -std=gnu11 $(WARN) $(USER_INC) -Ibpf -D_GNU_SOURCE \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer -DFUZZ_DATA_DIR='"$(CURDIR)/tests/data"'
 FUZZ_TARGETS := linetable debug_offsets elf rules walker
 
-fuzz_src_linetable := user/linetable.c
-fuzz_src_debug_offsets := user/py_offsets.c user/diag.c
-fuzz_src_elf := user/elf_symbols.c user/diag.c
+fuzz_src_linetable := user/python/linetable.c
+fuzz_src_debug_offsets := user/python/py_offsets.c user/base/diag.c
+fuzz_src_elf := user/target/elf_symbols.c user/base/diag.c
 fuzz_libs_elf := -lelf -lz
-fuzz_src_rules := user/rules.c user/diag.c
-fuzz_src_walker := user/stack_reader.c user/mem_reader.c user/code_cache.c user/pystr.c \
-	user/linetable.c user/py_offsets.c user/diag.c
+fuzz_src_rules := user/oracle/rules.c user/base/diag.c
+fuzz_src_walker := user/python/stack_reader.c user/target/mem_reader.c user/python/code_cache.c user/python/pystr.c \
+	user/python/linetable.c user/python/py_offsets.c user/base/diag.c
 
 FUZZ_BINS := $(addprefix $(FUZZ_OUT)/fuzz_,$(FUZZ_TARGETS))
 
@@ -31,7 +31,7 @@ $(FUZZ_OUT):
 	@mkdir -p $@
 
 .SECONDEXPANSION:
-$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_src_$$*) user/*.h bpf/*.h | $(FUZZ_OUT)
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_src_$$*) $(USER_HDRS) bpf/*.h | $(FUZZ_OUT)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(fuzz_src_$*) -o $@ $(fuzz_libs_$*)
 
 fuzz-build: $(FUZZ_BINS)
@@ -44,7 +44,7 @@ fuzz-smoke: fuzz-build
 
 # The seed generator is the walker target's own file, built without libFuzzer.
 fuzz-seeds: | $(FUZZ_OUT)
-	$(FUZZ_CC) -g -O1 -std=gnu11 $(WARN) -Iuser -Ibpf -D_GNU_SOURCE -DFUZZ_SEED_MAIN \
+	$(FUZZ_CC) -g -O1 -std=gnu11 $(WARN) $(USER_INC) -Ibpf -D_GNU_SOURCE -DFUZZ_SEED_MAIN \
 		-DFUZZ_DATA_DIR='"$(CURDIR)/tests/data"' tests/fuzz/fuzz_walker.c \
 		$(fuzz_src_walker) -o $(FUZZ_OUT)/walker_seeds
 	@mkdir -p tests/fuzz/corpus/walker

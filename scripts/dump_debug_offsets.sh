@@ -3,7 +3,7 @@
 #
 # Dump the first bytes of _PyRuntime (which begin with _Py_DebugOffsets) of
 # real 3.13+ interpreters into tests/data/debug_offsets_3.X.bin, so that the
-# parser in user/py_offsets.c is tested on what CPython really writes rather
+# parser in user/python/py_offsets.c is tested on what CPython really writes rather
 # than on bytes we composed to match our own reading of the headers.
 #
 # The dump is as long as what bpfpy reads at _PyRuntime
@@ -20,7 +20,7 @@ set -eu
 OUTDIR="${1:-tests/data}"
 PYENV="${PYENV_ROOT:-/root/.pyenv}/versions"
 SID="${SID:-/var/cache/bpfpy/sid}"
-N="$(sed -n 's/^#define PY_DEBUG_OFFSETS_READ_SIZE[[:space:]]*\([0-9]*\).*/\1/p' user/py_offsets.h)"
+N="$(sed -n 's/^#define PY_DEBUG_OFFSETS_READ_SIZE[[:space:]]*\([0-9]*\).*/\1/p' user/python/py_offsets.h)"
 [ -n "$N" ] || { echo "dump_debug_offsets: run from the repository root" >&2; exit 1; }
 mkdir -p "$OUTDIR"
 

@@ -3,7 +3,7 @@
 #
 # Regenerate tests/data/linetables/<ver>.txt: real line tables, compiled by
 # each interpreter found here, with the line CPython itself gives for every
-# instruction. tests/unit/test_linetable.c checks user/linetable.c against
+# instruction. tests/unit/test_linetable.c checks user/python/linetable.c against
 # them, so the decoder is tested against the interpreters' own answers
 # rather than against our reading of the format.
 #

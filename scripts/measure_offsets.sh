@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Measure, with pahole on the DWARF of the pyenv builds, every offset that
-# user/py_offsets.c tabulates for CPython 3.8-3.13, and write them as
+# user/python/py_offsets.c tabulates for CPython 3.8-3.13, and write them as
 # "<minor> <key> <value>" lines. tests/unit/test_py_offsets.c compares the
 # tables against this file, so a number typed wrong in the tables (or a
 # rebuilt interpreter whose layout moved) fails a test instead of a profile.

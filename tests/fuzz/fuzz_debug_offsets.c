@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the _Py_DebugOffsets parser (user/py_offsets.c):
+ * libFuzzer target for the _Py_DebugOffsets parser (user/python/py_offsets.c):
  * the bytes a 3.13+ target keeps at &_PyRuntime, which a hostile process
  * controls entirely. The parser must refuse or accept without reading past
  * len, and what it accepts must keep the walker's reads inside its fixed

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the ELF reader (user/elf_symbols.c). bpfpy opens the
+ * libFuzzer target for the ELF reader (user/target/elf_symbols.c). bpfpy opens the
  * python executable and libpython of targets that may live in a container
  * we do not control, so the input is a whole file: it is written to a
  * memfd (a regular file, as elfsym_open requires) and every entry point is

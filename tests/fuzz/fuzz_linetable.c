@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the three line-table decoders (user/linetable.c).
+ * libFuzzer target for the three line-table decoders (user/python/linetable.c).
  *
  * Input: byte 0 picks the decoder (and the version linetable_line sees),
  * bytes 1-4 the first line, bytes 5-8 an instruction index, the rest is the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the oracle's rules parser and matcher (user/rules.c).
+ * libFuzzer target for the oracle's rules parser and matcher (user/oracle/rules.c).
  *
  * Input: rules text, optionally followed by a NUL and a stack description
  * ("name@file:line;name;..." root first) that is matched against the parsed

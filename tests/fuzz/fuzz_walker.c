@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target for the frame walker (bpf/frame_walker.h through
- * user/stack_reader.c) and the symbolizer behind it (user/code_cache.c,
- * user/pystr.c, user/linetable.c), fed with random memory images.
+ * user/python/stack_reader.c) and the symbolizer behind it (user/python/code_cache.c,
+ * user/python/pystr.c, user/python/linetable.c), fed with random memory images.
  *
  * A real CPython layout is used (the pahole tables for 3.8-3.12, the
  * _Py_DebugOffsets blobs of tests/data for 3.13-3.15), and everything the

@@ -70,7 +70,7 @@ static struct py_offsets measured(uint32_t version)
 	return o;
 }
 
-/* The offsets the program really uses (user/py_offsets.c), held to what
+/* The offsets the program really uses (user/python/py_offsets.c), held to what
  * pahole measured for every field this cache reads. */
 static struct py_offsets offsets(uint32_t version)
 {

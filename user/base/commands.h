@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The subcommands of bpfpy, one file each (user/cmd_*.c). Each takes the
  * arguments after its name (argv[0] is "bpfpy NAME") and returns an exit
- * code of enum bpfpy_exit (user/diag.h). */
+ * code of enum bpfpy_exit (user/base/diag.h). */
 #ifndef COMMANDS_H
 #define COMMANDS_H
 

@@ -4,7 +4,7 @@
  * harness (Tools/inspection/oracle_external_inspection.py), natively, for
  * any sampler, with an empirical noise floor, ground truth and the cost to
  * the target. The method: shared/reference/oracle-method.md; the files:
- * user/oracle_run.h.
+ * user/oracle/oracle_run.h.
  */
 #include <argp.h>
 #include <errno.h>

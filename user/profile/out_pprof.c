@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pprof: a gzip'd perftools.profiles.Profile (user/gen/profile.proto), as read
+ * pprof: a gzip'd perftools.profiles.Profile (user/profile/gen/profile.proto), as read
  * by `go tool pprof` and most profile viewers.
  *
  * A Python frame maps to one Function (qualname, file, first line) and one
