@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "oracle_run.h"
+#include "py_offsets.h"
 
 /* snprintf for paths: a cut path is an error (ENAMETOOLONG), never a file
  * name we silently did not mean. */
@@ -119,7 +120,7 @@ static int scan_path(struct oracle_python *all, int max)
 	int n = 0;
 
 	snprintf(dirs, sizeof(dirs), "%s", path ? path : "/usr/local/bin:/usr/bin");
-	for (int minor = 8; minor <= 20 && n < max; minor++) {
+	for (int minor = PY_OFFSETS_MIN_MINOR; minor <= 20 && n < max; minor++) {
 		strcpy(dirs, path ? path : "/usr/local/bin:/usr/bin");
 		for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 			char exe[PATH_MAX];

@@ -13,6 +13,7 @@
 #include "rules.h"
 
 #include "diag.h"
+#include "py_offsets.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -581,7 +582,7 @@ static int parse_if(struct parser *p, char **save)
 	    parse_int(dot + 1, strlen(dot + 1), &minor) || major > 255 || minor > 255)
 		return perr(p, "bad version '%s': expected MAJOR.MINOR, e.g. 3.12", ver);
 	c.op = (enum cond_op)i;
-	c.ver = (unsigned)(major << 8 | minor);
+	c.ver = PY_MAJOR_MINOR(PY_VERSION(major, minor));
 	c.neg = false;
 	p->seen_else[p->cond.n] = false;
 	p->cond.c[p->cond.n++] = c;
@@ -816,7 +817,7 @@ const char *rules_own_file(const struct rules *r)
 
 static bool cond_holds(const struct cond *c, unsigned version_hex)
 {
-	unsigned v = (version_hex >> 16) & 0xffff;
+	unsigned v = PY_MAJOR_MINOR(version_hex);
 	bool t = false;
 
 	switch (c->op) {

@@ -325,12 +325,21 @@ const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
 	return &c->slots[i].e;
 }
 
-int code_cache_line(const struct code_entry *e, int instr)
+/* The line, -1 if unknown, LINETABLE_CUT if unknown because the copy of
+ * the table ends before the instruction's entry. */
+static int entry_line(const struct code_entry *e, int instr)
 {
 	if (e->status != CODE_OK || !e->linetable)
 		return -1;
-	return linetable_line(e->version_hex, e->linetable, e->linetable_len, e->firstlineno,
-			      instr);
+	return linetable_line_cut(e->version_hex, e->linetable, e->linetable_len,
+				  e->table_truncated, e->firstlineno, instr);
+}
+
+int code_cache_line(const struct code_entry *e, int instr)
+{
+	int line = entry_line(e, instr);
+
+	return line == LINETABLE_CUT ? -1 : line;
 }
 
 int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out)
@@ -342,7 +351,11 @@ int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct
 	out->firstlineno = e->status == CODE_OK ? e->firstlineno : 0;
 	/* The walker sends the raw instruction value; the layout turns it
 	 * into an index (f_lasti, or an offset into co_code_adaptive). */
-	out->line = code_cache_line(e, walk_instr_index(&c->o, f->instr));
+	out->line = entry_line(e, walk_instr_index(&c->o, f->instr));
+	if (out->line == LINETABLE_CUT) {
+		c->st.lines_cut++;
+		out->line = -1;
+	}
 	return e->status;
 }
 

@@ -57,6 +57,10 @@ struct code_cache_stats {
 	uint64_t stale;	      /* the object changed since the sample: frame unknown */
 	uint64_t unreadable;  /* header read failed: frame unknown */
 	uint64_t evictions;
+	/* Frames symbolized with line unknown (-1) because their code
+	 * object's line table is longer than PYBYTES_DEFAULT_CAP and the
+	 * instruction lies past the part read. */
+	uint64_t lines_cut;
 	size_t size, cap;
 };
 
@@ -96,7 +100,9 @@ const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
 void code_cache_end_sample(struct code_cache *c);
 
 /* Line of instruction instr (code units, -1 = before the first) of an
- * entry, -1 when unknown. */
+ * entry, -1 when unknown: also when the entry's table was cut at
+ * PYBYTES_DEFAULT_CAP before the instruction's entry (never the line where
+ * the copy happens to end). */
 int code_cache_line(const struct code_entry *e, int instr);
 
 /*

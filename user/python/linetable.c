@@ -7,9 +7,12 @@
 
 #include <limits.h>
 
-/* Python 3.11 and 3.10, as PY_VERSION_HEX prefixes. */
-#define PY_3_11 0x030b0000u
-#define PY_3_10 0x030a0000u
+#include "py_offsets.h"
+
+/* Inside this file: the decoders ran out of table (as opposed to finding
+ * no line, or a malformed entry). Which one matters only when the copy
+ * was cut short: then the rest of the table might have had the answer. */
+#define RAN_OUT (-2)
 
 /* A line number we are willing to report. Deltas from a hostile table can
  * push the running line anywhere; past INT_MAX (or below 0) it is noise. */
@@ -53,7 +56,7 @@ static int read_svarint(const uint8_t *tab, size_t len, size_t *i, int64_t *out)
 	return 0;
 }
 
-int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+static int pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
 {
 	int64_t line = firstlineno, delta;
 	int64_t pos = 0; /* first code unit of the current entry */
@@ -81,25 +84,25 @@ int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int i
 			if (read_svarint(tab, len, &i, &delta) ||
 			    read_varint(tab, len, &i, &skip) || read_varint(tab, len, &i, &skip) ||
 			    read_varint(tab, len, &i, &skip))
-				return -1;
+				return i >= len ? RAN_OUT : -1;
 			line += delta;
 			break;
 		case 13: /* no columns */
 			if (read_svarint(tab, len, &i, &delta))
-				return -1;
+				return i >= len ? RAN_OUT : -1;
 			line += delta;
 			break;
 		case 12:
 		case 11:
 		case 10: /* one-line form: delta in the code, two column bytes */
 			if (len - i < 2)
-				return -1;
+				return RAN_OUT;
 			i += 2;
 			line += code - 10;
 			break;
 		default: /* short form: same line, one column byte */
 			if (len - i < 1)
-				return -1;
+				return RAN_OUT;
 			i += 1;
 			break;
 		}
@@ -107,10 +110,10 @@ int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int i
 			return has_line && line_ok(line) ? (int)line : -1;
 		pos += n;
 	}
-	return -1;
+	return RAN_OUT;
 }
 
-int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+static int pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
 {
 	int64_t line = firstlineno, start = 0, addr;
 
@@ -134,12 +137,14 @@ int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int i
 			return cur_known && line_ok(line) ? (int)line : -1;
 		start = end;
 	}
-	return -1;
+	return RAN_OUT;
 }
 
-int linetable_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+/* truncated: tab is only the start of the object's co_lnotab. */
+static int lnotab(const uint8_t *tab, size_t len, int truncated, int firstlineno, int instr_index)
 {
 	int64_t line = firstlineno, addr = 0, target;
+	int past = 0; /* an entry starts past the target: the line is final */
 
 	if ((!tab && len) || instr_index < -1)
 		return -1;
@@ -147,22 +152,66 @@ int linetable_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int i
 		instr_index = 0;
 	target = (int64_t)instr_index * 2;
 	/* co_lnotab does not record where the bytecode ends, so an index past
-	 * the end gets the last line, exactly as PyCode_Addr2Line answers. */
+	 * the end gets the last line, exactly as PyCode_Addr2Line answers.
+	 * But only the end of the whole table says that: a copy cut short
+	 * ends anywhere, and its last line would be a confident wrong answer
+	 * (line 32769 of a 40,000-line function, cut at 64 KiB). */
 	for (size_t i = 0; i + 1 < len; i += 2) {
 		addr += tab[i];
-		if (addr > target)
+		if (addr > target) {
+			past = 1;
 			break;
+		}
 		line += (int8_t)tab[i + 1];
 	}
+	if (truncated && !past)
+		return RAN_OUT;
 	return line_ok(line) ? (int)line : -1;
+}
+
+static int unknown(int line)
+{
+	return line == RAN_OUT ? -1 : line;
+}
+
+int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+{
+	return unknown(pep657(tab, len, firstlineno, instr_index));
+}
+
+int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+{
+	return unknown(pep626(tab, len, firstlineno, instr_index));
+}
+
+int linetable_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+{
+	return lnotab(tab, len, 0, firstlineno, instr_index);
+}
+
+int linetable_line_cut(uint32_t version_hex, const uint8_t *tab, size_t len, int truncated,
+		       int firstlineno, int instr_index)
+{
+	int line;
+
+	switch (py_linetable_format(version_hex)) {
+	case PY_LINETABLE_PEP657:
+		line = pep657(tab, len, firstlineno, instr_index);
+		break;
+	case PY_LINETABLE_PEP626:
+		line = pep626(tab, len, firstlineno, instr_index);
+		break;
+	default:
+		line = lnotab(tab, len, truncated, firstlineno, instr_index);
+		break;
+	}
+	if (line == RAN_OUT)
+		return truncated ? LINETABLE_CUT : -1;
+	return line;
 }
 
 int linetable_line(uint32_t version_hex, const uint8_t *tab, size_t len, int firstlineno,
 		   int instr_index)
 {
-	if (version_hex >= PY_3_11)
-		return linetable_line_pep657(tab, len, firstlineno, instr_index);
-	if (version_hex >= PY_3_10)
-		return linetable_line_pep626(tab, len, firstlineno, instr_index);
-	return linetable_line_lnotab(tab, len, firstlineno, instr_index);
+	return linetable_line_cut(version_hex, tab, len, 0, firstlineno, instr_index);
 }

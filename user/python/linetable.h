@@ -28,6 +28,19 @@
 int linetable_line(uint32_t version_hex, const uint8_t *tab, size_t len, int firstlineno,
 		   int instr_index);
 
+/* What linetable_line_cut answers when the line is unknown because the
+ * table was cut short before the instruction's entry. */
+#define LINETABLE_CUT (-2)
+
+/*
+ * The same for a table of which only the first len bytes were copied
+ * (truncated nonzero: the object's table is longer). An instruction whose
+ * entry lies in the copy gets its line as from the whole table; one past
+ * the copy gets LINETABLE_CUT, never the line where the copy happens to end.
+ */
+int linetable_line_cut(uint32_t version_hex, const uint8_t *tab, size_t len, int truncated,
+		       int firstlineno, int instr_index);
+
 /* The decoders behind linetable_line, one per format. */
 int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index);
 int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index);

@@ -6,6 +6,7 @@
 #include "mem_reader.h"
 #include "proc_maps.h"
 #include "proc_root.h"
+#include "py_offsets.h"
 
 #include <ctype.h>
 #include <elf.h>
@@ -202,25 +203,12 @@ static int open_mapped(pid_t pid, const struct proc_map *map, char *host, size_t
  * offsets table, and independent of what the file is called. */
 static uint32_t version_from_symbols(struct elfsym *e)
 {
-	static const struct {
-		const char *sym;
-		uint32_t hex;
-	} added[] = {
-	    {"Py_NewRef", 0x030a0000},		       /* 3.10 */
-	    {"PyFrame_GetBack", 0x03090000},	       /* 3.9 */
-	    {"PyConfig_InitPythonConfig", 0x03080000}, /* 3.8 */
-	};
 	uint64_t v;
 
-	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++)
-		if (!elfsym_lookup(e, added[i].sym, &v, NULL))
-			return added[i].hex;
-	return 0x03070000; /* _PyRuntime appeared in 3.7 */
-}
-
-static int plausible_version(uint32_t v)
-{
-	return (v >> 24) == 3 && ((v >> 16) & 0xff) < 100;
+	for (size_t i = 0; i < py_api_nmarkers; i++)
+		if (!elfsym_lookup(e, py_api_markers[i].sym, &v, NULL))
+			return py_api_markers[i].hex;
+	return PY_RUNTIME_FIRST;
 }
 
 static uint64_t sym_addr(struct elfsym *e, const char *name, uint64_t bias)
@@ -265,24 +253,25 @@ static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c,
 		b->py_version_addr = v + b->load_bias;
 		mem_reader_init_pid(&r, pid);
 		if (mem_read(&r, &ver, sizeof(ver), b->py_version_addr) ||
-		    !plausible_version(ver)) {
+		    !py_version_plausible(ver)) {
 			if (elfsym_read(e, v, &ver, sizeof(ver)))
 				ver = 0;
 		}
-		if (plausible_version(ver))
+		if (py_version_plausible(ver))
 			b->version_hex = ver;
 	}
 	if (!b->version_hex) {
 		b->version_approximate = 1;
 		if (!py_version_from_name(c->map->path, &major, &minor))
-			b->version_hex = (uint32_t)major << 24 | (uint32_t)minor << 16;
+			b->version_hex = PY_VERSION(major, minor);
 		else
 			b->version_hex = version_from_symbols(e);
 	}
-	if (b->version_hex < 0x03080000 || (b->version_hex >> 24) != 3)
-		return diag_set(d, EXIT_UNSUPPORTED,
-				"pid %d: Python %u.%u is not supported (bpfpy reads 3.8 and newer)",
-				(int)pid, b->version_hex >> 24, (b->version_hex >> 16) & 0xff);
+	if (py_version_too_old(b->version_hex))
+		return diag_set(
+		    d, EXIT_UNSUPPORTED,
+		    "pid %d: Python %u.%u is not supported (bpfpy reads 3.%d and newer)", (int)pid,
+		    PY_MAJOR(b->version_hex), PY_MINOR(b->version_hex), PY_OFFSETS_MIN_MINOR);
 	return 0;
 }
 

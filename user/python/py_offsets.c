@@ -24,12 +24,20 @@
 #define OWNER_INTERP_314 3 /* 3.14+: interpreter-owned entry frame */
 #define OWNER_CSTACK_314 4 /* 3.14: C stack */
 
-#define PY_MAJOR(h)    (((h) >> 24) & 0xff)
-#define PY_MINOR(h)    (((h) >> 16) & 0xff)
-#define PY_MICRO(h)    (((h) >> 8) & 0xff)
-#define PY_LEVEL(h)    (((h) >> 4) & 0xf)
-#define PY_SERIAL(h)   ((h)&0xf)
-#define PY_LEVEL_FINAL 0xf
+/* Newest first: the first one a binary defines is its minor. */
+const struct py_api_marker py_api_markers[] = {
+    {"Py_NewRef", PY_VERSION(3, 10)},
+    {"PyFrame_GetBack", PY_VERSION(3, 9)},
+    {"PyConfig_InitPythonConfig", PY_VERSION(3, 8)},
+};
+const size_t py_api_nmarkers = sizeof(py_api_markers) / sizeof(py_api_markers[0]);
+
+const char *py_version_minor_str(uint32_t hex, char *buf, size_t len)
+{
+	if (buf && len)
+		snprintf(buf, len, "%u.%u", PY_MAJOR(hex), PY_MINOR(hex));
+	return buf;
+}
 
 const char *py_version_str(uint32_t hex, char *buf, size_t len)
 {
@@ -249,7 +257,7 @@ static int check_release(uint32_t hex, struct diag *d)
 {
 	char v[32];
 
-	if (PY_MAJOR(hex) != 3 || PY_MINOR(hex) < PY_OFFSETS_MIN_MINOR)
+	if (py_version_too_old(hex))
 		return diag_set(
 		    d, EXIT_UNSUPPORTED, "Python %s is not supported (bpfpy reads 3.%d to 3.%d)",
 		    py_version_str(hex, v, sizeof(v)), PY_OFFSETS_MIN_MINOR, PY_OFFSETS_MAX_MINOR);
@@ -319,9 +327,11 @@ struct dlayout {
 	unsigned minor;
 	const struct dgroup *groups;
 	size_t ngroups;
-	/* What the debug offsets do not carry, from the headers of that minor
-	 * (co_flags sits right before co_argcount in every 3.11+ code object;
-	 * checked by read_sizes' caller against argcount). */
+	/* What the debug offsets do not carry, from the headers of that minor.
+	 * co_flags is the int right before co_argcount in 3.12+ code objects
+	 * (3.11 had two shorts, co_warmup and _co_linearray_entry_size, in
+	 * between: flags 48, argcount 56 in its table above);
+	 * py_offsets_from_debug() checks argcount == code_flags + 4. */
 	uint16_t code_flags;
 	uint16_t compact_data_off; /* 0: given as compactunicodeobject_size */
 	uint8_t skip_owner_mask;
@@ -529,7 +539,9 @@ static int field(const struct dparse *p, const char *group, const char *name, un
 	if (group_size(p, group, &size))
 		return -1;
 	v = slot_val(p, s);
-	if (v + width > size)
+	/* Not v + width > size: a hostile v near 2^64 wraps that sum to a
+	 * small number and would pass, truncated to 32 bits below. */
+	if (v > size || width > size - v)
 		return diag_set(p->d, EXIT_FAIL,
 				"_Py_DebugOffsets of Python %s: %s.%s = %llu is past the end of "
 				"the struct (%s.size %llu)",
@@ -576,7 +588,8 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 				"not a CPython 3.13+ runtime, or a wrong address");
 	version = slot_val(&p, 1);
 	ft = slot_val(&p, 2);
-	if (version > UINT32_MAX || PY_MAJOR(version) != 3 || PY_MINOR(version) < 13)
+	if (version > UINT32_MAX || PY_MAJOR(version) != 3 ||
+	    !py_has_debug_offsets((uint32_t)version))
 		return diag_set(d, EXIT_FAIL,
 				"_Py_DebugOffsets: version = %#llx is not a CPython 3.13+ version",
 				(unsigned long long)version);
@@ -663,8 +676,9 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 	F16("code_object", "firstlineno", 4, o->code_firstlineno);
 	F16("code_object", "argcount", 4, o->code_argcount);
 	F16("code_object", "co_code_adaptive", 2, o->code_adaptive);
-	/* co_flags is not in the table. It precedes co_argcount in every
-	 * layout since 3.11; if argcount moved, so may have flags. */
+	/* co_flags is not in the table. It is the int right before
+	 * co_argcount in every layout since 3.12 (see struct dlayout); if
+	 * argcount moved, so may have flags. */
 	if (o->code_argcount != p.L->code_flags + 4)
 		return diag_set(
 		    d, EXIT_UNSUPPORTED,

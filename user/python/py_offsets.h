@@ -29,6 +29,120 @@
 #define PY_OFFSETS_MAX_MINOR 15
 
 /*
+ * PY_VERSION_HEX, decoded here and nowhere else: 0xMMmmuuLS (major, minor,
+ * micro, level 0xa/0xb/0xc/0xf, serial). Every other file asks the
+ * predicates below, or a field of struct py_offsets, instead of comparing
+ * versions itself, so that a fact about a release is written down once.
+ */
+#define PY_MAJOR(h)	  (((uint32_t)(h) >> 24) & 0xff)
+#define PY_MINOR(h)	  (((uint32_t)(h) >> 16) & 0xff)
+#define PY_MICRO(h)	  (((uint32_t)(h) >> 8) & 0xff)
+#define PY_LEVEL(h)	  (((uint32_t)(h) >> 4) & 0xf)
+#define PY_SERIAL(h)	  ((uint32_t)(h)&0xf)
+#define PY_LEVEL_FINAL	  0xf
+#define PY_MAJOR_MINOR(h) (((uint32_t)(h) >> 16) & 0xffff) /* major << 8 | minor */
+/* The PY_VERSION_HEX of major.minor.0 with level and serial 0: compares
+ * below every release of that minor. */
+#define PY_VERSION(major, minor) ((uint32_t)(major) << 24 | (uint32_t)(minor) << 16)
+
+/* A 3.x minor at least / at most m (false for any other major). */
+static inline int py_at_least(uint32_t hex, unsigned minor)
+{
+	return PY_MAJOR(hex) > 3 || (PY_MAJOR(hex) == 3 && PY_MINOR(hex) >= minor);
+}
+
+/* Looks like a CPython 3 PY_VERSION_HEX (a value read from Py_Version). */
+static inline int py_version_plausible(uint32_t hex)
+{
+	return PY_MAJOR(hex) == 3 && PY_MINOR(hex) < 100;
+}
+
+/* Old enough to have no layout here at all (before 3.8, or not 3.x). */
+static inline int py_version_too_old(uint32_t hex)
+{
+	return PY_MAJOR(hex) != 3 || PY_MINOR(hex) < PY_OFFSETS_MIN_MINOR;
+}
+
+/* The final release of hex's minor: what a version known only as "3.X"
+ * (from a file name or from API symbols) is read as. */
+static inline uint32_t py_version_final_of(uint32_t hex)
+{
+	return (hex & 0xffff0000u) | (PY_LEVEL_FINAL << 4);
+}
+
+/*
+ * 3.13+: _PyRuntime starts with _Py_DebugOffsets and the layout comes from
+ * py_offsets_from_debug(); before, from the measured tables.
+ */
+static inline int py_has_debug_offsets(uint32_t hex)
+{
+	return py_at_least(hex, 13);
+}
+
+/* Line-table formats (linetable.h decodes them). */
+enum py_linetable_format {
+	PY_LINETABLE_LNOTAB, /* <= 3.9: co_lnotab */
+	PY_LINETABLE_PEP626, /* 3.10: co_linetable, PEP 626 */
+	PY_LINETABLE_PEP657, /* 3.11+: co_linetable, PEP 657 location table */
+};
+
+static inline enum py_linetable_format py_linetable_format(uint32_t hex)
+{
+	if (py_at_least(hex, 11))
+		return PY_LINETABLE_PEP657;
+	if (py_at_least(hex, 10))
+		return PY_LINETABLE_PEP626;
+	return PY_LINETABLE_LNOTAB;
+}
+
+/*
+ * USDT probes of provider "python" (Include/pydtrace.d), for builds
+ * configured --with-dtrace (Debian's are; pyenv's are not). 3.12 dropped
+ * function__entry/return and line with the old tracing machinery (PEP
+ * 669); 3.15 restored function__entry/return on top of sys.monitoring.
+ */
+static inline int py_usdt_has_call_probes(uint32_t hex)
+{
+	return !py_at_least(hex, 12) || py_at_least(hex, 15);
+}
+
+static inline int py_usdt_has_line_probe(uint32_t hex)
+{
+	return !py_at_least(hex, 12);
+}
+
+/*
+ * Whether function__entry/return fire for every Python call. Up to 3.10
+ * every Python frame runs its own _PyEval_EvalFrameDefault, which fires
+ * them; 3.11 inlined Python-to-Python calls into the caller's evaluation
+ * loop, so they fire only for frames entered from C; 3.15 fires them for
+ * every call again.
+ */
+static inline int py_usdt_calls_complete(uint32_t hex)
+{
+	return py_usdt_has_call_probes(hex) && PY_MAJOR_MINOR(hex) != 0x030b;
+}
+
+/* A function every Python frame runs through, for --uprobe examples. */
+static inline const char *py_eval_frame_symbol(uint32_t hex)
+{
+	return py_at_least(hex, 11) ? "_PyEval_EvalFrameDefault" : "PyEval_EvalFrameEx";
+}
+
+/*
+ * API symbols each release added, newest first: the major.minor of a
+ * binary without Py_Version (before 3.11) when its file name says nothing.
+ * A binary with _PyRuntime but none of them is PY_RUNTIME_FIRST (3.7).
+ */
+struct py_api_marker {
+	const char *sym;
+	uint32_t hex;
+};
+extern const struct py_api_marker py_api_markers[];
+extern const size_t py_api_nmarkers;
+#define PY_RUNTIME_FIRST PY_VERSION(3, 7)
+
+/*
  * What the walker does not need but the caller does: where the GIL state
  * lives (for proc_config.gil_locked_addr / gil_holder_addr, see
  * py_gil_addrs()), and a few sizes for sanity checks of target memory.
@@ -82,5 +196,8 @@ int py_gil_addrs(const struct py_extra *x, uint64_t runtime_addr, uint64_t gil_s
 
 /* "3.12.1", "3.13.0rc2", "3.14.0a1" into buf; returns buf. */
 const char *py_version_str(uint32_t hex, char *buf, size_t len);
+
+/* "3.10": only the major.minor of hex, for versions known approximately. */
+const char *py_version_minor_str(uint32_t hex, char *buf, size_t len);
 
 #endif /* PY_OFFSETS_H */

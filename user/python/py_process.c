@@ -116,13 +116,13 @@ static int open_image(struct py_process *p, pid_t pid, unsigned max_depth, struc
 				  pid, (unsigned long long)p->bin.py_version_addr);
 	hex = p->bin.version_hex;
 	if (p->bin.version_approximate) {
-		hex = (hex & 0xffff0000u) | 0xf0; /* final release of that minor */
-		snprintf(p->version, sizeof(p->version), "%u.%u", hex >> 24, (hex >> 16) & 0xff);
+		hex = py_version_final_of(hex);
+		py_version_minor_str(hex, p->version, sizeof(p->version));
 	} else {
 		py_version_str(hex, p->version, sizeof(p->version));
 	}
 
-	if (((hex >> 16) & 0xffff) >= 0x030d) {
+	if (py_has_debug_offsets(hex)) {
 		if (offsets_from_target(p, d))
 			return -1;
 	} else if (py_offsets_for_version(hex, &p->cfg.off, &p->extra, d)) {

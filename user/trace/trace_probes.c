@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "proc_maps.h"
+#include "py_offsets.h"
 #include "trace_elf.h"
 
 /* CPython's markers (Include/pydtrace.d) and how we show them. Only two
@@ -47,14 +48,14 @@ static const struct known_usdt *known_of(const char *provider, const char *name)
  * know a reason. */
 static const char *missing_reason(const struct py_process *p, int have_any, const char *name)
 {
-	unsigned minor = (p->bin.version_hex >> 16) & 0xff;
+	uint32_t hex = p->bin.version_hex;
 
 	if (!have_any)
 		return "this build has no USDT probes at all (configured without --with-dtrace, "
 		       "e.g. pyenv); use --uprobe on its functions";
-	if (!strncmp(name, "function__", 10) && minor >= 12 && minor <= 14)
+	if (!strncmp(name, "function__", 10) && !py_usdt_has_call_probes(hex))
 		return "CPython 3.12-3.14 have no call probes (3.15 restores them)";
-	if (!strcmp(name, "line") && minor >= 12)
+	if (!strcmp(name, "line") && !py_usdt_has_line_probe(hex))
 		return "CPython 3.12 removed the line probe";
 	return NULL;
 }
@@ -98,7 +99,7 @@ int trace_read_cstr(struct py_process *p, uint64_t addr, char *buf, size_t len)
 int trace_list(FILE *f, struct py_process *p, struct diag *d)
 {
 	struct usdt_probe *v = NULL;
-	unsigned minor = (p->bin.version_hex >> 16) & 0xff;
+	uint32_t hex = p->bin.version_hex;
 	int n;
 
 	fix_interpreter_path(p);
@@ -120,7 +121,8 @@ int trace_list(FILE *f, struct py_process *p, struct diag *d)
 		else
 			fprintf(f, "none");
 		fprintf(f, "  args: %s", v[i].args);
-		if (!strcmp(v[i].name, "function__entry") && minor == 11)
+		if (!strcmp(v[i].name, "function__entry") && py_usdt_has_call_probes(hex) &&
+		    !py_usdt_calls_complete(hex))
 			fprintf(f, "  (fires only for calls from C, not Python-to-Python calls)");
 		fprintf(f, "%s\n", k ? "" : "  (not a CPython marker)");
 	}
@@ -138,12 +140,13 @@ int trace_list(FILE *f, struct py_process *p, struct diag *d)
 			why ? why : "");
 	}
 	fprintf(f, "--calls: %s\n",
-		minor == 11 && n ? "refused: 3.11's function__entry misses Python-to-Python calls"
-		: !n		 ? "unavailable (no USDT probes)"
-		: minor >= 12 && minor <= 14 ? "unavailable (no call probes in 3.12-3.14)"
-					     : "available");
+		!n				? "unavailable (no USDT probes)"
+		: !py_usdt_has_call_probes(hex) ? "unavailable (no call probes in 3.12-3.14)"
+		: !py_usdt_calls_complete(hex)
+		    ? "refused: 3.11's function__entry misses Python-to-Python calls"
+		    : "available");
 	fprintf(f, "uprobes: any function of a mapped file, e.g. --uprobe python:%s\n",
-		minor >= 11 ? "_PyEval_EvalFrameDefault" : "PyEval_EvalFrameEx");
+		py_eval_frame_symbol(hex));
 	free(v);
 	return 0;
 }
@@ -397,7 +400,6 @@ int trace_probes_resolve(struct trace_data *td, struct py_process *p,
 			 const struct probe_spec *specs, int nspecs, int calls, struct diag *d)
 {
 	struct usdt_probe *v = NULL;
-	unsigned minor = (p->bin.version_hex >> 16) & 0xff;
 	int n, ret = 0;
 
 	fix_interpreter_path(p);
@@ -414,7 +416,7 @@ int trace_probes_resolve(struct trace_data *td, struct py_process *p,
 				 !strcmp(v[i].name, "function__return"));
 		if (have < 2)
 			why = missing_reason(p, n > 0, "function__entry");
-		else if (minor < 12)
+		else if (!py_usdt_calls_complete(p->bin.version_hex))
 			why = "its function__entry/return fire only for calls from C, not "
 			      "Python-to-Python calls, so most calls would be missing";
 		if (have < 2 || why) {
