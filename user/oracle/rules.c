@@ -5,10 +5,10 @@
  *
  * Patterns are anchored sequences of quantified atoms over the stack, root
  * first, because that is how people read a call chain; the sampler hands us
- * the stack leaf first, so the matcher indexes it from the end. Matching is
- * backtracking with a memo of failed (item, frame) pairs: every item's
- * repetition count is bounded by the run of frames it accepts, so a pattern
- * of k items over n frames costs O(k·n) whatever the quantifiers.
+ * the stack leaf first, so the matcher indexes it from the end. Matching
+ * carries the set of reachable positions forward item by item (see
+ * pattern_match), so a pattern of k items over n frames costs O(k·n)
+ * whatever the quantifiers.
  */
 #include "rules.h"
 
@@ -26,9 +26,9 @@
 
 #define MAX_NEST       8
 #define MAX_RULES_FILE (1 << 20)
-/* The matcher recurses once per item, and a rules file is input: a bound
- * keeps a hostile one-line pattern from exhausting the stack. Real patterns
- * have a handful of items ({m,n} repetition covers recursion). */
+/* A rules file is input: a bound on items bounds the matcher's work per
+ * stack (k·n). Real patterns have a handful of items ({m,n} repetition
+ * covers recursion). */
 #define MAX_PATTERN_ITEMS 256
 
 struct line_range {
@@ -117,11 +117,9 @@ struct tid_bind {
 struct rules_state {
 	struct tid_bind *bind;
 	size_t cap, used; /* power-of-two table of tid -> family */
-	uint32_t *memo;	  /* stamp per (item, frame): that pair failed */
-	size_t memo_cap;
-	uint32_t stamp;
-	int *any_fail; /* scratch of the matcher, one per pattern item */
-	size_t any_cap;
+	int *scratch;	  /* the matcher's, 3 * (frames + 2) */
+	size_t scratch_cap;
+	uint64_t steps; /* the matcher's work, for rules_state_steps() */
 };
 
 /* ---------------------------------------------------------------- parsing */
@@ -936,121 +934,98 @@ static bool atom_match(const struct rules *r, const struct rule_atom *a, const s
 	return false;
 }
 
-struct matcher {
-	const struct rules *r;
-	const struct pattern *pat;
-	const struct rule_frame *f; /* leaf first */
-	int n;
-	uint32_t *memo, stamp;
-	int *any_fail; /* per item: lowest start of an unbounded "." that failed */
-	int deepest;   /* frames from the root some item accepted */
-};
-
-/* Root-first frame i. */
-static const struct rule_frame *rf(const struct matcher *m, int i)
+/* Root-first frame i of a leaf-first stack of n. */
+static const struct rule_frame *rf(const struct rule_frame *f, int n, int i)
 {
-	return &m->f[m->n - 1 - i];
+	return &f[n - 1 - i];
 }
 
-static bool match_from(struct matcher *m, int pi, int fi)
+static int ensure_scratch(struct rules_state *st, size_t need)
 {
-	const struct item *it;
-	size_t slot;
-	int run, lim, k;
+	int *ns;
 
-	if (pi == m->pat->n)
-		return fi == m->n;
-	slot = (size_t)pi * (size_t)(m->n + 1) + (size_t)fi;
-	if (m->memo[slot] == m->stamp)
-		return false;
-	it = &m->pat->item[pi];
-	lim = m->n - fi < it->max ? m->n - fi : it->max;
-	/* An unbounded "." item: a call from fi tries every end f >= fi + min,
-	 * a superset of what any later call from a higher fi tries. So ends at
-	 * or past the last failed start (+ min) are known failures, and each
-	 * end is tried once per item: O(n) where plain backtracking over
-	 * "* a * b *" is O(n²). */
-	if (it->atom.kind == ATOM_ANY && it->max == INT_MAX) {
-		int hi = m->n;
-
-		if (m->any_fail[pi] <= m->n)
-			hi = m->any_fail[pi] + it->min - 1;
-		if (hi > m->n)
-			hi = m->n;
-		if (hi > m->deepest)
-			m->deepest = hi;
-		for (k = hi; k >= fi + it->min; k--)
-			if (match_from(m, pi + 1, k))
-				return true;
-		if (fi < m->any_fail[pi])
-			m->any_fail[pi] = fi;
-		m->memo[slot] = m->stamp;
-		return false;
-	}
-	if (it->atom.kind == ATOM_ANY)
-		run = lim;
-	else
-		for (run = 0; run < lim && atom_match(m->r, &it->atom, rf(m, fi + run)); run++)
-			;
-	if (fi + run > m->deepest)
-		m->deepest = fi + run;
-	/* Greedy first: the longest run is the usual answer for recursion. */
-	for (k = run; k >= it->min; k--)
-		if (match_from(m, pi + 1, fi + k))
-			return true;
-	m->memo[slot] = m->stamp;
-	return false;
-}
-
-static int ensure_memo(struct rules_state *st, size_t need, size_t items)
-{
-	uint32_t *nm;
-
-	if (items > st->any_cap) {
-		int *na = realloc(st->any_fail, items * sizeof(*na));
-
-		if (!na)
-			return -1;
-		st->any_fail = na;
-		st->any_cap = items;
-	}
-	if (need <= st->memo_cap)
+	if (need <= st->scratch_cap)
 		return 0;
-	nm = calloc(need, sizeof(*nm));
-	if (!nm)
+	ns = malloc(need * sizeof(*ns));
+	if (!ns)
 		return -1;
-	free(st->memo);
-	st->memo = nm;
-	st->memo_cap = need;
-	st->stamp = 0;
+	free(st->scratch);
+	st->scratch = ns;
+	st->scratch_cap = need;
 	return 0;
 }
 
-/* Matches pattern against the whole stack; *deepest gets how far from the
- * root it got. A stack too big for memory is reported as not matching. */
+/*
+ * Matches pattern against the whole stack; *deepest gets how far from the
+ * root it got: the furthest frame any item accepted from any position the
+ * items before it can reach. A stack too big for memory is reported as not
+ * matching.
+ *
+ * The set of positions (frames from the root) at which item pi can start
+ * is carried forward one item at a time: from a reachable start fi, an
+ * item of min..max repetitions whose atom accepts run consecutive frames
+ * reaches every position in [fi + min, fi + min(run, max)], an interval.
+ * The union of intervals is taken with a difference array, and the runs
+ * are counted once per item, right to left. So every item costs O(n)
+ * whatever its quantifier, and a pattern of k items O(k·n): no
+ * backtracking (a ".{0,100000}" item used to try every end from every
+ * start, O(n²) per item).
+ */
 static bool pattern_match(const struct rules *r, struct rules_state *st, const struct pattern *pat,
 			  const struct rule_frame *f, int n, int *deepest)
 {
-	size_t need = (size_t)pat->n * (size_t)(n + 1);
-	struct matcher m = {.r = r, .pat = pat, .f = f, .n = n};
-	bool ok;
-	int i;
+	int *reach, *run, *diff, lo = 0, deep = 0;
 
-	if (ensure_memo(st, need, (size_t)pat->n))
+	if (ensure_scratch(st, 3 * ((size_t)n + 2)))
 		return false;
-	/* A stamp per attempt spares clearing the memo each time. */
-	if (++st->stamp == 0) {
-		memset(st->memo, 0, st->memo_cap * sizeof(*st->memo));
-		st->stamp = 1;
+	reach = st->scratch;
+	run = reach + n + 2;
+	diff = run + n + 2;
+	memset(reach, 0, ((size_t)n + 1) * sizeof(*reach));
+	reach[0] = 1;
+	for (int pi = 0; pi < pat->n; pi++) {
+		const struct item *it = &pat->item[pi];
+		int next_lo = -1, acc = 0;
+
+		/* run[fi]: frames from fi on that the atom accepts in a row. */
+		run[n] = 0;
+		for (int fi = n - 1; fi >= lo; fi--) {
+			st->steps++;
+			if (it->atom.kind == ATOM_ANY)
+				run[fi] = n - fi;
+			else
+				run[fi] =
+				    atom_match(r, &it->atom, rf(f, n, fi)) ? run[fi + 1] + 1 : 0;
+		}
+		memset(diff + lo, 0, ((size_t)(n - lo) + 2) * sizeof(*diff));
+		for (int fi = lo; fi <= n; fi++) {
+			int k;
+
+			st->steps++;
+			if (!reach[fi])
+				continue;
+			k = run[fi] < it->max ? run[fi] : it->max;
+			if (fi + k > deep)
+				deep = fi + k;
+			if (k < it->min)
+				continue;
+			diff[fi + it->min]++;
+			diff[fi + k + 1]--;
+		}
+		for (int fi = lo; fi <= n; fi++) {
+			acc += diff[fi];
+			reach[fi] = acc > 0;
+			if (reach[fi] && next_lo < 0)
+				next_lo = fi;
+		}
+		if (next_lo < 0) {
+			*deepest = deep;
+			return false;
+		}
+		lo = next_lo;
 	}
-	m.memo = st->memo;
-	m.stamp = st->stamp;
-	m.any_fail = st->any_fail;
-	for (i = 0; i < pat->n; i++)
-		m.any_fail[i] = INT_MAX;
-	ok = match_from(&m, 0, 0);
-	*deepest = m.deepest;
-	return ok;
+	*deepest = deep;
+	return reach[n] != 0;
 }
 
 struct rules_state *rules_state_new(void)
@@ -1067,13 +1042,17 @@ void rules_state_reset(struct rules_state *st)
 	st->used = 0;
 }
 
+uint64_t rules_state_steps(const struct rules_state *st)
+{
+	return st ? st->steps : 0;
+}
+
 void rules_state_free(struct rules_state *st)
 {
 	if (!st)
 		return;
 	free(st->bind);
-	free(st->memo);
-	free(st->any_fail);
+	free(st->scratch);
 	free(st);
 }
 
@@ -1164,7 +1143,7 @@ bool rules_match(const struct rules *r, struct rules_state *st, const struct rul
 	memset(v, 0, sizeof(*v));
 	v->possible = true;
 	if (!st)
-		st = &tmp; /* memo only: no family can be bound without state */
+		st = &tmp; /* scratch only: no family can be bound without state */
 	fam = bound_family(st, tid);
 
 	/* Allow rules: global ones first (they bind nothing: a thread in the
@@ -1242,9 +1221,8 @@ bool rules_match(const struct rules *r, struct rules_state *st, const struct rul
 out:
 	v->family = fam >= 0 ? r->family[fam] : NULL;
 	ok = v->possible;
-	free(tmp.memo);
+	free(tmp.scratch);
 	free(tmp.bind);
-	free(tmp.any_fail);
 	return ok;
 }
 

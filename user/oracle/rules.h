@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct diag;
 struct rules;
@@ -60,6 +61,11 @@ bool rules_has_families(const struct rules *r);
 struct rules_state *rules_state_new(void);
 void rules_state_reset(struct rules_state *st);
 void rules_state_free(struct rules_state *st);
+
+/* The matcher's work so far on st (frames tested and positions visited):
+ * at most about 2·(k+1)·(n+1) per pattern of k items over n frames. For the
+ * tests, which bound the work rather than the time. */
+uint64_t rules_state_steps(const struct rules_state *st);
 
 struct rule_verdict {
 	bool possible;
