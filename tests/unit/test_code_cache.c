@@ -19,6 +19,7 @@
 
 #include "code_cache.h"
 #include "py_offsets.h"
+#include "pystr.h"
 #include "walker_user.h"
 
 #define V312 0x030c01f0u
@@ -489,6 +490,67 @@ static void test_pre311(void **state)
 	free(im.mem);
 }
 
+/*
+ * Issue 11 row 8: a 40,000-line function on 3.9 has an 80,000-byte
+ * co_lnotab; the cache copies the first PYBYTES_DEFAULT_CAP bytes. Lines
+ * inside the copy are exact; past it, the line is unknown and counted,
+ * never the line where the copy ends (32769 before).
+ */
+static void test_cut_lnotab(void **state)
+{
+	enum { LINES = 40000 };
+	uint8_t *tab = malloc(2 * LINES);
+	struct py_offsets o = offsets(0x030912f0u);
+	struct code_spec s = {"long_fn", "/src/long.py", 1, 0, 0x43, tab, 2 * LINES};
+	struct code_cache_stats st;
+	struct sym_frame sf;
+	struct image im;
+	struct code_cache *c;
+	const struct code_entry *e;
+	uint32_t fp;
+	uint64_t a;
+	(void)state;
+
+	assert_non_null(tab);
+	/* Line i + 1 starts at byte 8 * i: pairs (8, +1), the first (0, +1). */
+	for (int i = 0; i < LINES; i++) {
+		tab[2 * i] = i ? 8 : 0;
+		tab[2 * i + 1] = 1;
+	}
+	image_init(&im, 1 << 18);
+	a = image_alloc(&im, 256);
+	put_code(&im, &o, a, &s);
+	c = code_cache_new(&im.r, &o, 0);
+	fp = walker_fp(&im, &o, a);
+	e = code_cache_lookup(c, a, fp);
+	assert_int_equal(e->status, CODE_OK);
+	assert_int_equal(e->table_truncated, 1);
+	assert_int_equal(e->linetable_len, PYBYTES_DEFAULT_CAP);
+	/* Inside the copy: exact (instruction index = byte / 2). */
+	assert_int_equal(code_cache_line(e, 0), 2);
+	assert_int_equal(code_cache_line(e, 4 * 1000), 1002);
+	assert_int_equal(code_cache_line(e, 4 * 32000), 32002);
+	/* The last pair of the copy starts line 32769; a later pair, unseen,
+	 * may start a later line at any byte: unknown from there on. */
+	assert_int_equal(code_cache_line(e, 4 * 32766), 32768);
+	assert_int_equal(code_cache_line(e, 4 * 32767), -1);
+	assert_int_equal(code_cache_line(e, 4 * 39998), -1);
+	code_cache_get_stats(c, &st);
+	assert_int_equal(st.lines_cut, 0); /* code_cache_line does not count */
+
+	assert_int_equal(code_cache_symbolize(c, &(struct frame_rec){a, 2 * 4 * 39998, fp}, &sf),
+			 CODE_OK);
+	assert_int_equal(sf.line, -1);
+	assert_int_equal(code_cache_symbolize(c, &(struct frame_rec){a, 2 * 4 * 100, fp}, &sf),
+			 CODE_OK);
+	assert_int_equal(sf.line, 102);
+	code_cache_get_stats(c, &st);
+	assert_int_equal(st.lines_cut, 1);
+	code_cache_free(c);
+	free(im.mem);
+	free(tab);
+}
+
 static void test_eviction_bound(void **state)
 {
 	enum { N = 10000 };
@@ -676,6 +738,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_fingerprint),
 	    cmocka_unit_test(test_unreadable),
 	    cmocka_unit_test(test_pre311),
+	    cmocka_unit_test(test_cut_lnotab),
 	    cmocka_unit_test(test_eviction_bound),
 	    cmocka_unit_test(test_live),
 	};

@@ -132,6 +132,46 @@ static void test_lnotab_hand(void **state)
 	assert_int_equal(linetable_line(0x030912f0, lnotab, sizeof(lnotab), 1, 3), 4);
 }
 
+/*
+ * A copy cut short (the object's table is longer than what was read): an
+ * instruction whose entry lies inside the copy gets the line the whole
+ * table gives; one past it gets LINETABLE_CUT, in every format, and never
+ * the line where the copy ends (lnotab would otherwise answer its last
+ * line, as for a complete table).
+ */
+static void test_cut_tables(void **state)
+{
+	(void)state;
+	/* lnotab: cut after the pair that starts byte 6 (line 4). */
+	assert_int_equal(linetable_line_cut(0x030912f0, lnotab, 4, 1, 1, 2), 3);
+	assert_int_equal(linetable_line_cut(0x030912f0, lnotab, 4, 1, 1, 3), LINETABLE_CUT);
+	assert_int_equal(linetable_line_cut(0x030912f0, lnotab, 4, 1, 1, 100000), LINETABLE_CUT);
+	/* Not cut: the same bytes are the whole table, past the end is its
+	 * last line. */
+	assert_int_equal(linetable_line_cut(0x030912f0, lnotab, 4, 0, 1, 3), 4);
+	assert_int_equal(linetable_line_cut(0x030812f0, lnotab, sizeof(lnotab), 1, 1, 152), 4);
+	assert_int_equal(linetable_line(0x030912f0, lnotab, 4, 1, 100000), 4);
+
+	/* PEP 626: cut inside the (0, +127) (2, +3) pair sequence. */
+	assert_int_equal(linetable_line_cut(0x030a0df0, pep626, 4, 1, 5, 1), 6);
+	assert_int_equal(linetable_line_cut(0x030a0df0, pep626, 4, 1, 5, 2), LINETABLE_CUT);
+	assert_int_equal(linetable_line_cut(0x030a0df0, pep626, 5, 1, 5, 2), LINETABLE_CUT);
+	assert_int_equal(linetable_line_cut(0x030a0df0, pep626, 4, 0, 5, 2), -1);
+
+	/* PEP 657: cut inside the long-form entry, or right after an entry. */
+	for (size_t cut = 9; cut < 14; cut++) {
+		assert_int_equal(linetable_line_cut(0x030c01f0, pep657, cut, 1, 10, 5), 11);
+		assert_int_equal(linetable_line_cut(0x030c01f0, pep657, cut, 1, 10, 7),
+				 LINETABLE_CUT);
+		assert_int_equal(linetable_line_cut(0x030c01f0, pep657, cut, 0, 10, 7), -1);
+	}
+	assert_int_equal(linetable_line_cut(0x030f02f0, pep657, 14, 1, 10, 8), 211);
+	assert_int_equal(linetable_line_cut(0x030f02f0, pep657, 14, 1, 10, 9), LINETABLE_CUT);
+	/* A malformed entry inside the copy stays plain unknown. */
+	assert_int_equal(linetable_line_cut(0x030c01f0, (const uint8_t[]){0x00, 0x00}, 2, 1, 1, 0),
+			 -1);
+}
+
 /* Random bytes must never make a decoder read past the table (ASan builds
  * check that) or answer anything below -1. */
 static void test_random_tables(void **state)
@@ -291,7 +331,7 @@ int main(void)
 	    cmocka_unit_test(test_pep657_hand),	     cmocka_unit_test(test_pep657_truncated),
 	    cmocka_unit_test(test_pep657_malformed), cmocka_unit_test(test_pep626_hand),
 	    cmocka_unit_test(test_lnotab_hand),	     cmocka_unit_test(test_random_tables),
-	    cmocka_unit_test(test_real_tables),
+	    cmocka_unit_test(test_real_tables),	     cmocka_unit_test(test_cut_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

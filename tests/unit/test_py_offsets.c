@@ -490,6 +490,132 @@ static void test_debug_refusals(void **state)
 	free(orig);
 }
 
+/*
+ * Issue 11 row 10: an offset near 2^64 made v + width wrap to a small sum,
+ * so interpreter_state.id = 2^64-8 was accepted and truncated to 32 bits
+ * (and ceval_gil the same: the GIL state silently lost). Every slot of
+ * every committed image, set to each hostile value in turn, is either
+ * refused with a message naming a field and the value, or not used at all
+ * (the parse is then exactly the intact one's).
+ */
+static void test_debug_huge_offsets(void **state)
+{
+	static const uint64_t hostile[] = {UINT64_MAX - 7, UINT64_MAX, 1ull << 32,
+					   (1ull << 32) + 4};
+	struct py_offsets want_o;
+	struct py_extra want_x;
+	int refused = 0, unused = 0;
+
+	(void)state;
+	for (unsigned minor = 13; minor <= 15; minor++) {
+		size_t len;
+		uint8_t *orig = blob(minor, &len), *b = malloc(len);
+		struct diag d = {0};
+		size_t need;
+
+		assert_non_null(b);
+		assert_int_equal(py_offsets_from_debug(orig, len, &want_o, &want_x, &d), 0);
+		need = want_x.debug_size;
+		for (size_t slot = 3; slot < need / 8; slot++) {
+			for (size_t h = 0; h < sizeof(hostile) / sizeof(hostile[0]); h++) {
+				char val[32];
+
+				memcpy(b, orig, len);
+				put64(b, (int)slot, hostile[h]);
+				memset(&d, 0, sizeof(d));
+				snprintf(val, sizeof(val), "%llu", (unsigned long long)hostile[h]);
+				if (py_offsets_from_debug(b, len, &po, &px, &d)) {
+					if (!strstr(d.msg, val) || !strchr(d.msg, '.'))
+						fail_msg("3.%u slot %zu = %s: refused without "
+							 "naming the field and value: %s",
+							 minor, slot, val, d.msg);
+					refused++;
+					continue;
+				}
+				if (memcmp(&po, &want_o, sizeof(po)) ||
+				    memcmp(&px, &want_x, sizeof(px)))
+					fail_msg("3.%u slot %zu = %s: accepted, and the "
+						 "layout changed",
+						 minor, slot, val);
+				unused++;
+			}
+		}
+		free(b);
+		free(orig);
+	}
+	assert_true(refused > 0);
+	assert_true(unused > 0);
+
+	/* The two of the issue, by name. */
+	{
+		size_t len;
+		uint8_t *b = blob(13, &len);
+
+		put64(b, 7, UINT64_MAX - 7); /* interpreter_state.id */
+		expect_refusal(b, len, EXIT_FAIL,
+			       "interpreter_state.id = 18446744073709551608 is past the end");
+		put64(b, 7, 8);
+		put64(b, 14, UINT64_MAX - 7); /* interpreter_state.ceval_gil */
+		expect_refusal(
+		    b, len, EXIT_FAIL,
+		    "interpreter_state.ceval_gil = 18446744073709551608 is past the end");
+		free(b);
+	}
+}
+
+/* The facts other files ask instead of comparing versions, minor by minor
+ * (cpython-frames.md: "USDT probes", "Line numbers"), and their agreement
+ * with the tables where a table says the same thing another way. */
+static void test_version_facts(void **state)
+{
+	static const struct {
+		unsigned minor;
+		enum py_linetable_format lt;
+		int debug, calls, complete, line_probe;
+	} want[] = {
+	    {8, PY_LINETABLE_LNOTAB, 0, 1, 1, 1},  {9, PY_LINETABLE_LNOTAB, 0, 1, 1, 1},
+	    {10, PY_LINETABLE_PEP626, 0, 1, 1, 1}, {11, PY_LINETABLE_PEP657, 0, 1, 0, 1},
+	    {12, PY_LINETABLE_PEP657, 0, 0, 0, 0}, {13, PY_LINETABLE_PEP657, 1, 0, 0, 0},
+	    {14, PY_LINETABLE_PEP657, 1, 0, 0, 0}, {15, PY_LINETABLE_PEP657, 1, 1, 1, 0},
+	};
+	struct diag d = {0};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint32_t hex = PY_VERSION(3, want[i].minor) | 0x02f0;
+
+		assert_int_equal(PY_MINOR(hex), want[i].minor);
+		assert_int_equal(PY_MAJOR_MINOR(hex), 0x0300 | want[i].minor);
+		assert_int_equal(py_linetable_format(hex), want[i].lt);
+		assert_int_equal(py_has_debug_offsets(hex), want[i].debug);
+		assert_int_equal(py_usdt_has_call_probes(hex), want[i].calls);
+		assert_int_equal(py_usdt_calls_complete(hex), want[i].complete);
+		assert_int_equal(py_usdt_has_line_probe(hex), want[i].line_probe);
+		assert_string_equal(py_eval_frame_symbol(hex), want[i].minor >= 11
+								   ? "_PyEval_EvalFrameDefault"
+								   : "PyEval_EvalFrameEx");
+		assert_int_equal(py_version_final_of(PY_VERSION(3, want[i].minor)),
+				 PY_VERSION(3, want[i].minor) | 0xf0);
+		if (want[i].debug)
+			continue;
+		/* The tables agree: frame objects up to 3.10, lnotab counting
+		 * bytes up to 3.9, and the co_flags/co_argcount gap (8 bytes
+		 * in 3.11, 4 from 3.12, which the debug path relies on). */
+		assert_int_equal(py_offsets_for_version(hex, &po, &px, &d), 0);
+		assert_int_equal(po.frame_model == FRAME_MODEL_OBJECT, want[i].minor <= 10);
+		assert_int_equal(po.lasti_is_bytes, want[i].lt == PY_LINETABLE_LNOTAB);
+		if (want[i].minor == 11)
+			assert_int_equal(po.code_argcount - po.code_flags, 8);
+		if (want[i].minor == 12)
+			assert_int_equal(po.code_argcount - po.code_flags, 4);
+	}
+	assert_false(py_version_plausible(0x020712f0));
+	assert_true(py_version_plausible(0x030c01f0));
+	assert_true(py_version_too_old(PY_VERSION(3, 7)));
+	assert_false(py_version_too_old(PY_VERSION(3, 8)));
+	assert_true(py_version_too_old(PY_VERSION(2, 9)));
+}
+
 static void expect_version_refusal(uint32_t hex, const char *needle)
 {
 	struct diag d = {0};
@@ -558,6 +684,8 @@ int main(void)
 	    cmocka_unit_test(test_debug_314),
 	    cmocka_unit_test(test_debug_315),
 	    cmocka_unit_test(test_debug_refusals),
+	    cmocka_unit_test(test_debug_huge_offsets),
+	    cmocka_unit_test(test_version_facts),
 	    cmocka_unit_test(test_version_refusals),
 	    cmocka_unit_test(test_version_str),
 	    cmocka_unit_test(test_gil_addrs),
