@@ -28,8 +28,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&d, 0, sizeof(d));
 	if (py_offsets_from_debug(buf, size, &o, &x, &d) == 0) {
 		/* Accepted: the version it names must be one we know. */
-		if ((o.version_hex >> 24) != 3 || ((o.version_hex >> 16) & 0xff) < 13 ||
-		    ((o.version_hex >> 16) & 0xff) > PY_OFFSETS_MAX_MINOR)
+		if (PY_MAJOR(o.version_hex) != 3 || !py_has_debug_offsets(o.version_hex) ||
+		    PY_MINOR(o.version_hex) > PY_OFFSETS_MAX_MINOR)
+			abort();
+		/* Every offset kept lies inside its struct, whose size the
+		 * parser bounds (64 MiB at most for the interpreter): a value
+		 * near 2^64 must be refused, not wrapped and truncated. */
+		if (x.interp_id >= 64u << 20 || x.interp_ceval_gil >= 64u << 20 ||
+		    x.interp_threads_main >= 64u << 20 || o.frame_previous >= x.frame_size ||
+		    o.frame_code >= x.frame_size || o.frame_instr >= x.frame_size ||
+		    o.frame_owner >= x.frame_size || o.tstate_next >= x.tstate_size ||
+		    o.tstate_frame >= x.tstate_size || o.code_linetable >= x.code_size ||
+		    o.code_firstlineno >= x.code_size)
 			abort();
 		py_gil_addrs(&x, 0x7f0000000000ull, 0x7f0000100000ull, &locked, &holder);
 		py_gil_addrs(&x, 0x7f0000000000ull, 0, &locked, &holder);

@@ -8,6 +8,11 @@
  * AddressSanitizer sees any read past its end: in production the table is
  * a malloc'd copy of a target's bytes object, sized by what the target
  * claimed.
+ *
+ * And the property of a copy cut short (linetable_line_cut, truncated): a
+ * prefix of the table either answers exactly what the whole table answers,
+ * or says it cannot (LINETABLE_CUT, or -1), never another line. Byte 0's
+ * high bits pick where the prefix ends.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +44,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A decoder answers a line or -1, never anything below. */
 	if (line < -1)
 		abort();
+	{
+		size_t cut = len * (size_t)(data[0] >> 3) / 31;
+		int part =
+		    linetable_line_cut(versions[data[0] & 7], tab, cut, cut < len, first, instr);
+
+		if (part < LINETABLE_CUT || (part >= 0 && part != line))
+			abort();
+	}
 	/* The indices a short table can describe, plus the edges: the
 	 * decoders are bounded by the table, not by the index asked. Capped,
 	 * since each call is linear in the table. */

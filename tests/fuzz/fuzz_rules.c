@@ -4,8 +4,11 @@
  *
  * Input: rules text, optionally followed by a NUL and a stack description
  * ("name@file:line;name;..." root first) that is matched against the parsed
- * rules, so the fuzzer drives the matcher's backtracking too. Without a
- * stack part a few fixed stacks are matched.
+ * rules, so the fuzzer drives the matcher too. Without a stack part a few
+ * fixed stacks are matched. The matcher's work must stay linear: each
+ * pattern of k items costs at most 2·(k+1)·(n+1) steps over n frames, a
+ * rule is tried at most 4 times a verdict, and the items and rules of a
+ * file number fewer than its bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +51,8 @@ static int parse_stack(char *s, struct rule_frame *out, int max)
 	return n;
 }
 
+static size_t text_len; /* bytes of the rules text, for the work bound */
+
 static void exercise(const struct rules *r, struct rules_state *st, const struct rule_frame *f,
 		     int n, int tid)
 {
@@ -60,8 +65,12 @@ static void exercise(const struct rules *r, struct rules_state *st, const struct
 		unsigned ver = versions[k];
 		int ne, nt;
 
+		uint64_t before = rules_state_steps(st);
+
 		rules_has_checks(r, ver);
 		rules_match(r, st, f, n, tid, ver, &v);
+		if (rules_state_steps(st) - before > 8ull * (text_len + 1) * ((uint64_t)n + 2))
+			abort();
 		/* The verdict's text is a C string, always. */
 		if (memchr(v.why, '\0', sizeof(v.why)) == NULL)
 			abort();
@@ -87,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	tlen = strlen(text);
+	text_len = tlen;
 	stack = tlen < size ? text + tlen + 1 : NULL;
 	memset(&d, 0, sizeof(d));
 	if (rules_parse(text, "fuzz.rules", "fuzz.py", &r, &d)) {
