@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "ptrace_stop.h"
+#include "signals.h"
 
 #define HANG_GUARD_S 60
 
@@ -707,8 +708,7 @@ static void test_signal_handler_releases(void **state)
 		struct diag d = {0};
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (stopper_install_signal_handlers(&d) || stopper_attach(&s, t.pid, &d) ||
-		    stopper_stop(&s, &d))
+		if (signals_install(&d) || stopper_attach(&s, t.pid, &d) || stopper_stop(&s, &d))
 			_exit(1);
 		if (write(p[1], "x", 1) != 1)
 			_exit(1);

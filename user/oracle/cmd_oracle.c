@@ -21,6 +21,7 @@
 #include "oracle_html.h"
 #include "oracle_run.h"
 #include "ptrace_stop.h"
+#include "signals.h"
 
 static const char doc[] =
     "Run small Python programs whose possible stacks are known (snippets, with rules "
@@ -449,7 +450,7 @@ int cmd_oracle(int argc, char **argv)
 	if (oracle_find_python(o.python, o.data_dir, &py, &d))
 		return diag_report(&d);
 	ncpus = online_cpus(cpus, 1024);
-	if (settle(&o, &py, ncpus, &d) || stopper_install_signal_handlers(&d))
+	if (settle(&o, &py, ncpus, &d) || signals_install(&d))
 		return diag_report(&d);
 	bpf_rate(&o);
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());

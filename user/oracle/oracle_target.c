@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "oracle_run.h"
+#include "signals.h"
 
 /* snprintf for paths: a cut path is an error (ENAMETOOLONG), never a file
  * name we silently did not mean. */
@@ -359,6 +360,8 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 		return diag_errno(d, errno, "cannot create a directory like %s", tmpl);
 	chmod(tmpl, 0755);
 	snprintf(t->tmpdir, sizeof(t->tmpdir), "%s", tmpl);
+	/* A signal that ends us kills the target and removes the directory. */
+	signals_track_path(t->tmpdir, 1);
 	(void)fmt_path(t->progress_path, sizeof(t->progress_path), "%s/progress", tmpl);
 	(void)fmt_path(t->truth_path, sizeof(t->truth_path), "%s/truth.json", tmpl);
 	(void)fmt_path(t->log_path, sizeof(t->log_path), "%s/log", tmpl);
@@ -398,6 +401,8 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 	t->pid = fork();
 	if (t->pid < 0)
 		return diag_errno(d, errno, "fork");
+	if (t->pid > 0)
+		signals_track_child(t->pid);
 	if (!t->pid) {
 		char *argv[] = {(char *)py->python, (char *)inside(py, script), NULL};
 		char *envp[] = {env_p,
@@ -410,6 +415,7 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 		int log = open(t->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int null = open("/dev/null", O_RDONLY);
 
+		signals_child_reset();
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);
@@ -467,6 +473,7 @@ int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct dia
 			return 0;
 		if (waitpid(t->pid, &st, WNOHANG) == t->pid) {
 			t->exited = 1;
+			signals_untrack_child(t->pid); /* its pid may be reused */
 			t->status = st;
 			read_log(t, log, sizeof(log));
 			return diag_set(d, EXIT_FAIL, "the snippet exited before its loop ran: %s",
@@ -505,6 +512,8 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 		}
 		t->exited = 1;
 	}
+	if (t->pid > 0)
+		signals_untrack_child(t->pid);
 	if (truth && t->truth_path[0] && !access(t->truth_path, R_OK)) {
 		*truth = keydist_new();
 		if (*truth && keydist_load_truth(*truth, t->truth_path, &d)) {
@@ -539,6 +548,7 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 		if (dp)
 			closedir(dp);
 		rmdir(t->tmpdir);
+		signals_untrack_path(t->tmpdir);
 		t->tmpdir[0] = 0;
 	}
 }
