@@ -99,7 +99,7 @@ static void check_caps(void)
 	    {39, "CAP_BPF", "load BPF programs and maps"},
 	    {38, "CAP_PERFMON", "open perf events, read user memory from BPF"},
 	    {19, "CAP_SYS_PTRACE", "read and stop other processes (dump, oracle ptrace/live)"},
-	    {21, "CAP_SYS_ADMIN", "only on kernels older than 5.8 (no CAP_BPF)"},
+	    {21, "CAP_SYS_ADMIN", "trace's uprobes; record and dump need it only before 5.8"},
 	};
 	char detail[160];
 
@@ -162,14 +162,22 @@ static void check_uprobe(void)
 	char detail[160];
 
 	if (!skel) {
-		line(0, errno == EPERM, "uprobe attaches and fires", strerror(errno));
+		line(0, errno == EPERM || errno == EACCES, "uprobe attaches and fires",
+		     strerror(errno));
 		return;
 	}
 	link = bpf_program__attach_uprobe_opts(skel->progs.check_uprobe, getpid(), "/proc/self/exe",
 					       0, &uo);
 	if (!link) {
-		snprintf(detail, sizeof(detail), "attach failed: %s", strerror(errno));
-		line(0, errno == EPERM, "uprobe attaches and fires", detail);
+		int err = errno;
+
+		/* The kernel opens uprobe perf events for CAP_SYS_ADMIN only:
+		 * CAP_PERFMON is not enough (EACCES). */
+		snprintf(detail, sizeof(detail), "attach failed: %s%s", strerror(err),
+			 err == EACCES || err == EPERM
+			     ? " (uprobe perf events need CAP_SYS_ADMIN; only trace uses them)"
+			     : "");
+		line(0, err == EPERM || err == EACCES, "uprobe attaches and fires", detail);
 	} else {
 		bpfpy_check_uprobe_target(1);
 		snprintf(detail, sizeof(detail), "fired %llu time(s) for 1 call",

@@ -29,6 +29,7 @@
 #include "ptrace_stop.h"
 
 #include "monotime.h"
+#include "privilege.h"
 #include "signals.h"
 
 #include <dirent.h>
@@ -227,12 +228,18 @@ static int seize_eperm(struct stopper *s, pid_t tid, long tracer, struct diag *d
 			 "attaching to a non-child only with CAP_SYS_PTRACE (run as root, or "
 			 "sysctl kernel.yama.ptrace_scope=0)",
 			 s->pid, tid, yama);
-	} else {
+	} else if (!has_cap_sys_ptrace()) {
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: Operation not permitted (needs "
 			 "CAP_SYS_PTRACE: run as root; in a container add --cap-add SYS_PTRACE "
 			 "and a seccomp profile allowing ptrace)",
 			 s->pid, tid);
+	} else {
+		char why[300];
+
+		priv_explain(why, sizeof(why));
+		diag_set(d, EXIT_PERMISSION, "pid %d: cannot trace thread %d: %s %s", s->pid, tid,
+			 strerror(EPERM), why);
 	}
 	d->sys_errno = EPERM;
 	return -1;
