@@ -58,6 +58,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 }
 
 static int failures, perm_failures;
+static char missing_caps[160]; /* "CAP_X, CAP_Y": what to grant */
+
+static void missing_cap(const char *name)
+{
+	size_t n = strlen(missing_caps);
+
+	snprintf(missing_caps + n, sizeof(missing_caps) - n, "%s%s", n ? ", " : "", name);
+}
 
 static void line(int ok, int is_perm, const char *what, const char *detail)
 {
@@ -112,6 +120,8 @@ static void check_caps(void)
 			printf("  %s %-34s %s\n", held ? "✓" : "·", caps[i].name, detail);
 		else
 			line(held, 1, caps[i].name, detail);
+		if (!held && caps[i].cap != 21)
+			missing_cap(caps[i].name);
 	}
 }
 
@@ -178,6 +188,8 @@ static void check_uprobe(void)
 			     ? " (uprobe perf events need CAP_SYS_ADMIN; only trace uses them)"
 			     : "");
 		line(0, err == EPERM || err == EACCES, "uprobe attaches and fires", detail);
+		if (err == EPERM || err == EACCES)
+			missing_cap("CAP_SYS_ADMIN (for trace)");
 	} else {
 		bpfpy_check_uprobe_target(1);
 		snprintf(detail, sizeof(detail), "fired %llu time(s) for 1 call",
@@ -239,10 +251,11 @@ int cmd_check(int argc, char **argv)
 		printf("All checks passed: record, dump, oracle and trace can run.\n");
 		return EXIT_OK;
 	}
-	printf("%d check(s) failed. %s\n", failures,
-	       perm_failures == failures
-		   ? "All are privileges: run as root, or grant CAP_BPF, CAP_PERFMON and "
-		     "CAP_SYS_PTRACE."
-		   : "Sampling cannot work on this host as it is.");
+	if (perm_failures == failures)
+		printf("%d check(s) failed. All are privileges: grant %s, or run as root.\n",
+		       failures, missing_caps[0] ? missing_caps : "the capabilities above");
+	else
+		printf("%d check(s) failed. Sampling cannot work on this host as it is.\n",
+		       failures);
 	return perm_failures == failures ? EXIT_PERMISSION : EXIT_HOST;
 }
