@@ -346,7 +346,7 @@ static const char *inside(const struct oracle_python *py, const char *host)
 }
 
 int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
-			const struct oracle_python *py, const struct oracle_opts *o, struct diag *d)
+			const struct oracle_python *py, const struct oracle_plan *p, struct diag *d)
 {
 	char tmpl[PATH_MAX], script[PATH_MAX], oracle_py[PATH_MAX], env_p[PATH_MAX + 32],
 	    env_t[PATH_MAX + 32], env_pp[PATH_MAX + 32];
@@ -419,11 +419,11 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);
-		if (o->pinned) {
+		if (p->pinned) {
 			cpu_set_t set;
 
 			CPU_ZERO(&set);
-			CPU_SET(o->cpu_target, &set);
+			CPU_SET(p->cpu_target, &set);
 			sched_setaffinity(0, sizeof(set), &set);
 		}
 		dup2(null, 0);
