@@ -113,8 +113,10 @@ for i in 1 2 3 4 5; do
 	done
 	[[ $bst == T ]] && stopped_rounds=$((stopped_rounds + 1))
 	st=$(tstates "$pid")
+	left_t=0
 	if [[ $st == *t* ]]; then
-		bad "round $i: bpfpy state '$bst', target threads in 't': $(echo "$st" | tr -cd t | wc -c)"
+		left_t=$(echo "$st" | tr -cd t | wc -c)
+		bad "round $i: bpfpy state '$bst', target threads in 't': $left_t"
 		tstp_fail=$((tstp_fail + 1))
 	fi
 	kill -CONT "$bp" 2>/dev/null
@@ -128,7 +130,7 @@ for i in 1 2 3 4 5; do
 	rc=$?
 	[ "$rc" -eq 1 ] && grep -q "SIGTSTP" "$d/err$i" && released=$((released + 1))
 	if [ "$rc" -eq 0 ] || { [ "$rc" -eq 1 ] && grep -q "SIGTSTP" "$d/err$i"; }; then
-		ok "round $i: SIGTSTP (bpfpy state '$bst'), target never left in 't', exit $rc after SIGCONT $(head -c 120 "$d/err$i")"
+		ok "round $i: SIGTSTP (bpfpy state '$bst', $left_t target threads in 't'), exit $rc after SIGCONT $(head -c 120 "$d/err$i")"
 	else
 		bad "round $i: exit $rc: $(head -c 300 "$d/err$i")"
 		tstp_fail=$((tstp_fail + 1))
