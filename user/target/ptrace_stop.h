@@ -84,7 +84,10 @@ int stopper_attach(struct stopper *s, pid_t pid, struct diag *d);
  * too once a signal handler released the target (signals.h). */
 int stopper_stop(struct stopper *s, struct diag *d);
 
-/* After a partial stop: the threads that missed the deadline. */
+/* After a partial stop: the threads that missed the deadline. Such a thread
+ * cannot be detached (PTRACE_DETACH needs a stopped tracee): it stays seized,
+ * its interrupt pending, until a later stop collects it or we exit and the
+ * kernel detaches it; if the target dies meanwhile, its zombie waits for us. */
 int stopper_stuck_count(const struct stopper *s);
 pid_t stopper_stuck_tid(const struct stopper *s, int i);
 
