@@ -16,6 +16,7 @@
 # Targets are waited for through a fresh file each writes itself.
 # Rows for the table in SECURITY.md go to build/hardening/deadlines.tsv.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progress_target.sh"
 
 PYDIR=$ROOT_DIR/tests/integration/py
 rows_file deadlines
@@ -77,18 +78,8 @@ row "a thread in posix_spawn whose vfork child blocks opening a FIFO (TASK_KILLA
 	"$([ $vfork_fail -eq 0 ] && echo "dump returns after the 1 s stop deadline, exit 0, prints the other threads and names the stuck tid on stderr; no thread left in 't'" || echo "FAILED ($vfork_fail checks)")"
 
 # 2. SIGTSTP during a blocking dump of 500 threads.
-label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 d=$(mktemp -d "$TMP/tstp.XXXXXX")
-"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/hostile_progress.py" "$d/progress" 500 > "$d/out" 2>&1 &
-PIDS+=($!)
-# Starting 500 threads takes seconds on a loaded host: 30 s at most.
-for _ in $(seq 1 300); do
-	pid=$(awk '/^ready [0-9]+$/ {print $2}' "$d/out")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
-[ -n "$pid" ] || { bad "500-thread target not ready: $(cat "$d/out")"; finish; }
-progress() { cat "$d/progress" 2>/dev/null || echo 0; }
+start_progress "$d" 500 || finish
 tstp_fail=0 caught=0 stopped_rounds=0 released=0
 for i in 1 2 3 4 5; do
 	"$BPFPY" dump -p "$pid" > /dev/null 2> "$d/err$i" &

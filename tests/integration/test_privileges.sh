@@ -13,23 +13,16 @@
 # `dump -p 1` must not blame the CAP_SYS_PTRACE it holds.
 # Rows for the table in SECURITY.md go to build/hardening/privileges.tsv.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progress_target.sh"
 
 rows_file privileges
 use_bpfpy
 command -v setpriv > /dev/null || { echo "skip: no setpriv"; exit 77; }
 row() { printf 'privileges\t%s\t%s\n' "$1" "$2" >> "$ROWS"; }
 
-label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 d=$(mktemp -d "$TMP/priv.XXXXXX")
 chmod 755 "$d"
-"$ROOT_DIR/scripts/pyrun.sh" "$label" "$ROOT_DIR/tests/integration/py/hostile_progress.py" "$d/progress" > "$d/out" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 300); do
-	pid=$(awk '/^ready [0-9]+$/ {print $2}' "$d/out")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
-[ -n "$pid" ] || { bad "target not ready: $(cat "$d/out")"; finish; }
+start_progress "$d" || finish
 [ "$(stat -c %u /proc/"$pid")" = 0 ] || { bad "target $pid is not root-owned"; finish; }
 
 # as SET USER CMD...: run bpfpy with only the capabilities in SET ("" for

@@ -11,6 +11,7 @@
 #    chroot) is gone afterwards, and so is the target.
 # Rows for the table in SECURITY.md go to build/hardening/tempfiles.tsv.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progress_target.sh"
 
 rows_file tempfiles
 use_bpfpy
@@ -19,14 +20,7 @@ sigs=(INT TERM HUP QUIT PIPE)
 
 label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 d=$(mktemp -d "$TMP/rec.XXXXXX")
-"$ROOT_DIR/scripts/pyrun.sh" "$label" "$ROOT_DIR/tests/integration/py/hostile_progress.py" "$d/progress" > "$d/out" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 300); do
-	pid=$(awk '/^ready [0-9]+$/ {print $2}' "$d/out")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
-[ -n "$pid" ] || { bad "target not ready: $(cat "$d/out")"; finish; }
+start_progress "$d" || finish
 
 rec_fail=0 rec_died=0
 for i in $(seq 1 12); do

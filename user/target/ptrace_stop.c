@@ -170,20 +170,7 @@ static int thread_dead(pid_t pid, pid_t tid)
 
 static int has_cap_sys_ptrace(void)
 {
-	char line[256];
-	int yes = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "CapEff:", 7)) {
-			yes = (strtoull(line + 7, NULL, 16) >> 19) & 1; /* CAP_SYS_PTRACE */
-			break;
-		}
-	}
-	fclose(f);
-	return yes;
+	return (priv_caps_effective() >> PRIV_CAP_SYS_PTRACE) & 1;
 }
 
 /* EPERM from PTRACE_SEIZE has three usual causes; the user needs to know
