@@ -20,14 +20,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
 #include "ptrace_stop.h"
+#include "signals.h"
 
 #define HANG_GUARD_S 60
 
@@ -707,8 +710,7 @@ static void test_signal_handler_releases(void **state)
 		struct diag d = {0};
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (stopper_install_signal_handlers(&d) || stopper_attach(&s, t.pid, &d) ||
-		    stopper_stop(&s, &d))
+		if (signals_install(&d) || stopper_attach(&s, t.pid, &d) || stopper_stop(&s, &d))
 			_exit(1);
 		if (write(p[1], "x", 1) != 1)
 			_exit(1);
@@ -842,6 +844,107 @@ static void test_attach_errors(void **state)
 	assert_int_equal(d.code, EXIT_USAGE);
 }
 
+/* A thread of the target vforks a child that blocks opening a FIFO nobody
+ * writes: the thread waits for it in TASK_KILLABLE, which PTRACE_INTERRUPT
+ * does not wake, so it cannot be stopped. The stop must end at its deadline,
+ * name that tid, and (strict) resume the others or (partial) keep them. */
+static char vfork_fifo[64];
+static int vfork_tid_fd;
+
+static void *vforker(void *arg)
+{
+	pid_t tid = gettid(), child;
+
+	(void)arg;
+	if (write(vfork_tid_fd, &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
+	child = vfork();
+	if (child == 0) {
+		open(vfork_fifo, O_RDONLY); /* blocks: nobody writes */
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	return NULL;
+}
+
+static void test_vfork_deadline(void **state)
+{
+	struct stopper s;
+	struct diag d = {0};
+	int p[2], traced, other;
+	pid_t target, stuck = 0, vfork_child = 0;
+	char want[64];
+	uint64_t t0;
+
+	(void)state;
+	snprintf(vfork_fifo, sizeof(vfork_fifo), "/tmp/bpfpy-vfork.%d", getpid());
+	unlink(vfork_fifo);
+	assert_int_equal(mkfifo(vfork_fifo, 0600), 0);
+	assert_int_equal(pipe(p), 0);
+	target = fork();
+	assert_true(target >= 0);
+	if (target == 0) {
+		pthread_t th;
+		volatile unsigned long n = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		vfork_tid_fd = p[1];
+		pthread_create(&th, NULL, vforker, NULL);
+		for (;;)
+			n++;
+	}
+	record(target);
+	close(p[1]);
+	assert_int_equal(read(p[0], &stuck, sizeof(stuck)), sizeof(stuck));
+	close(p[0]);
+	/* Until the thread sits in the vfork wait (its child exists). */
+	for (int i = 0; i < 2000; i++) {
+		char path[96], buf[64] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", target, stuck);
+		f = fopen(path, "re");
+		if (f) {
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = 0;
+			fclose(f);
+		}
+		if (buf[0]) {
+			vfork_child = (pid_t)atoi(buf);
+			break;
+		}
+		usleep(1000);
+	}
+	assert_true(vfork_child > 0);
+	snprintf(want, sizeof(want), "thread %d did not stop within", stuck);
+
+	assert_int_equal(stopper_attach(&s, target, &d), 0);
+	t0 = mono_ns();
+	assert_int_equal(stopper_stop(&s, &d), -1);
+	assert_true(mono_ns() - t0 < 10ull * 1000000000ull);
+	assert_non_null(strstr(d.msg, want));
+	assert_int_equal(stopper_count(&s), 0);
+	count_states(target, &traced, &other);
+	assert_int_equal(traced, 0); /* the main thread was resumed at once */
+
+	s.partial_ok = 1;
+	assert_int_equal(stopper_stop(&s, &d), 0);
+	assert_int_equal(stopper_stuck_count(&s), 1);
+	assert_int_equal(stopper_stuck_tid(&s, 0), stuck);
+	assert_int_equal(stopper_count(&s), 1);
+	assert_int_equal(stopper_tid(&s, 0), target);
+	stopper_detach(&s);
+	count_states(target, &traced, &other);
+	assert_int_equal(traced, 0);
+	/* The stuck thread could not be detached (PTRACE_DETACH needs a
+	 * stopped tracee): it stays ours until we exit, so its zombie is ours
+	 * to reap before the leader can be. */
+	kill(vfork_child, SIGKILL);
+	kill(target, SIGKILL);
+	waitpid(stuck, NULL, __WALL);
+	unlink(vfork_fifo);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -860,6 +963,7 @@ int main(void)
 	    T(test_with_stopped),
 	    T(test_zombie_leader),
 	    T(test_attach_errors),
+	    T(test_vfork_deadline),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

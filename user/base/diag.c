@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "diag.h"
+#include "privilege.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -19,8 +20,10 @@ static void vset(struct diag *d, int code, int err, const char *fmt, va_list ap)
 	snprintf(d->msg + n, sizeof(d->msg) - n, ": %s", strerror(err));
 	if (err == EPERM || err == EACCES) {
 		n = strlen(d->msg);
-		snprintf(d->msg + n, sizeof(d->msg) - n,
-			 " (reading another process needs CAP_SYS_PTRACE; run as root)");
+		if (n + 1 < sizeof(d->msg)) {
+			d->msg[n++] = ' ';
+			priv_explain(d->msg + n, sizeof(d->msg) - n);
+		}
 	}
 }
 

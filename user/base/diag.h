@@ -34,7 +34,8 @@ int diag_set(struct diag *d, int code, const char *fmt, ...) __attribute__((form
 
 /* Like diag_set, with the message of errno appended and its code chosen from
  * errno: ESRCH -> EXIT_NO_PROCESS, EPERM/EACCES -> EXIT_PERMISSION (the
- * message then names CAP_SYS_PTRACE), anything else -> EXIT_FAIL. */
+ * message then names the missing capability, or the cause when every one is
+ * held: priv_explain), anything else -> EXIT_FAIL. */
 int diag_errno(struct diag *d, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Prefix an existing message: "pid 12: " + old. */

@@ -58,6 +58,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 }
 
 static int failures, perm_failures;
+static char missing_caps[160]; /* "CAP_X, CAP_Y": what to grant */
+
+static void missing_cap(const char *name)
+{
+	size_t n = strlen(missing_caps);
+
+	snprintf(missing_caps + n, sizeof(missing_caps) - n, "%s%s", n ? ", " : "", name);
+}
 
 static void line(int ok, int is_perm, const char *what, const char *detail)
 {
@@ -99,7 +107,7 @@ static void check_caps(void)
 	    {39, "CAP_BPF", "load BPF programs and maps"},
 	    {38, "CAP_PERFMON", "open perf events, read user memory from BPF"},
 	    {19, "CAP_SYS_PTRACE", "read and stop other processes (dump, oracle ptrace/live)"},
-	    {21, "CAP_SYS_ADMIN", "only on kernels older than 5.8 (no CAP_BPF)"},
+	    {21, "CAP_SYS_ADMIN", "trace's uprobes; record and dump need it only before 5.8"},
 	};
 	char detail[160];
 
@@ -112,6 +120,8 @@ static void check_caps(void)
 			printf("  %s %-34s %s\n", held ? "✓" : "·", caps[i].name, detail);
 		else
 			line(held, 1, caps[i].name, detail);
+		if (!held && caps[i].cap != 21)
+			missing_cap(caps[i].name);
 	}
 }
 
@@ -162,14 +172,24 @@ static void check_uprobe(void)
 	char detail[160];
 
 	if (!skel) {
-		line(0, errno == EPERM, "uprobe attaches and fires", strerror(errno));
+		line(0, errno == EPERM || errno == EACCES, "uprobe attaches and fires",
+		     strerror(errno));
 		return;
 	}
 	link = bpf_program__attach_uprobe_opts(skel->progs.check_uprobe, getpid(), "/proc/self/exe",
 					       0, &uo);
 	if (!link) {
-		snprintf(detail, sizeof(detail), "attach failed: %s", strerror(errno));
-		line(0, errno == EPERM, "uprobe attaches and fires", detail);
+		int err = errno;
+
+		/* The kernel opens uprobe perf events for CAP_SYS_ADMIN only:
+		 * CAP_PERFMON is not enough (EACCES). */
+		snprintf(detail, sizeof(detail), "attach failed: %s%s", strerror(err),
+			 err == EACCES || err == EPERM
+			     ? " (uprobe perf events need CAP_SYS_ADMIN; only trace uses them)"
+			     : "");
+		line(0, err == EPERM || err == EACCES, "uprobe attaches and fires", detail);
+		if (err == EPERM || err == EACCES)
+			missing_cap("CAP_SYS_ADMIN (for trace)");
 	} else {
 		bpfpy_check_uprobe_target(1);
 		snprintf(detail, sizeof(detail), "fired %llu time(s) for 1 call",
@@ -231,10 +251,11 @@ int cmd_check(int argc, char **argv)
 		printf("All checks passed: record, dump, oracle and trace can run.\n");
 		return EXIT_OK;
 	}
-	printf("%d check(s) failed. %s\n", failures,
-	       perm_failures == failures
-		   ? "All are privileges: run as root, or grant CAP_BPF, CAP_PERFMON and "
-		     "CAP_SYS_PTRACE."
-		   : "Sampling cannot work on this host as it is.");
+	if (perm_failures == failures)
+		printf("%d check(s) failed. All are privileges: grant %s, or run as root.\n",
+		       failures, missing_caps[0] ? missing_caps : "the capabilities above");
+	else
+		printf("%d check(s) failed. Sampling cannot work on this host as it is.\n",
+		       failures);
 	return perm_failures == failures ? EXIT_PERMISSION : EXIT_HOST;
 }

@@ -19,6 +19,7 @@
 #include "diag.h"
 #include "ptrace_stop.h"
 #include "py_process.h"
+#include "signals.h"
 #include "stack_reader.h"
 #include "walker_user.h"
 
@@ -304,8 +305,7 @@ int cmd_dump(int argc, char **argv)
 		if (read_all(&c, NULL))
 			ret = EXIT_FAIL;
 	} else {
-		if (stopper_install_signal_handlers(&d) ||
-		    stopper_with_stopped(p.pid, read_stopped, &c, &d))
+		if (signals_install(&d) || stopper_with_stopped(p.pid, read_stopped, &c, &d))
 			ret = EXIT_FAIL;
 	}
 	if (ret == EXIT_OK && symbolize_all(&c))

@@ -21,6 +21,7 @@
 #include "oracle_html.h"
 #include "oracle_run.h"
 #include "ptrace_stop.h"
+#include "signals.h"
 
 static const char doc[] =
     "Run small Python programs whose possible stacks are known (snippets, with rules "
@@ -132,9 +133,9 @@ static const struct argp_option options[] = {
     {0},
 };
 
-static int add_mode(struct oracle_opts *o, const char *arg)
+/* What a --mode value names; m->cmd is allocated for external:CMD. */
+static int mode_resolve(const char *arg, struct oracle_mode *m)
 {
-	struct oracle_mode *m;
 	static const struct {
 		const char *name;
 		enum oracle_mode_kind kind;
@@ -143,9 +144,6 @@ static int add_mode(struct oracle_opts *o, const char *arg)
 		     {"bpf", MODE_BPF},
 		     {"bpf-wall", MODE_BPF_WALL}};
 
-	if (o->nmodes >= ORACLE_MAX_MODES)
-		return -1;
-	m = &o->modes[o->nmodes];
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (!strcmp(arg, known[i].name)) {
@@ -161,12 +159,26 @@ static int add_mode(struct oracle_opts *o, const char *arg)
 		m->kind = MODE_EXTERNAL;
 		snprintf(m->name, sizeof(m->name), "%s", arg);
 	}
-	if (m->kind == MODE_NONE)
+	return m->kind == MODE_NONE ? -1 : 0;
+}
+
+static int add_mode(struct oracle_plan *p, const char *arg)
+{
+	struct oracle_mode *m;
+
+	if (p->nmodes >= ORACLE_MAX_MODES)
 		return -1;
-	for (int i = 0; i < o->nmodes; i++)
-		if (!strcmp(o->modes[i].name, m->name))
-			return 0; /* given twice: once is enough */
-	o->nmodes++;
+	m = &p->modes[p->nmodes];
+	if (mode_resolve(arg, m))
+		return -1;
+	for (int i = 0; i < p->nmodes; i++) {
+		if (!strcmp(p->modes[i].name, m->name)) {
+			free(m->cmd); /* given twice: once is enough */
+			m->cmd = NULL;
+			return 0;
+		}
+	}
+	p->nmodes++;
 	return 0;
 }
 
@@ -190,10 +202,17 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "at most %d snippets", ORACLE_MAX_CASES);
 		o->snippets[o->nsnippets++] = arg;
 		break;
-	case OPT_MODE:
-		if (add_mode(o, arg))
+	case OPT_MODE: {
+		struct oracle_mode m;
+
+		if (mode_resolve(arg, &m))
 			argp_error(state, "unknown mode '%s'", arg);
+		free(m.cmd);
+		if (o->nmode_args >= ORACLE_MAX_MODES)
+			argp_error(state, "at most %d modes", ORACLE_MAX_MODES);
+		o->mode_args[o->nmode_args++] = arg;
 		break;
+	}
 	case OPT_REF:
 		o->ref_name = arg;
 		break;
@@ -243,7 +262,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		    o->cpu_target < 0 || o->cpu_sampler < 0 || o->cpu_target > 1023 ||
 		    o->cpu_sampler > 1023)
 			argp_error(state, "--cpus wants TARGET,SAMPLER, e.g. 0,1");
-		o->pinned = 1;
+		o->cpus_set = 1;
 		break;
 	case OPT_NO_PIN:
 		o->no_pin = 1;
@@ -265,7 +284,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		 * oracle has no --force, so an existing page is never replaced. */
 		if (o->html && !access(o->html, F_OK))
 			argp_error(state, "--html: %s already exists (remove it first)", o->html);
-		if (o->no_pin && o->pinned)
+		if (o->no_pin && o->cpus_set)
 			argp_error(state, "--cpus and --no-pin contradict each other");
 		break;
 	default:
@@ -275,36 +294,39 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 }
 
 /* Modes, reference and pinning, once the flags are all in. */
-static int settle(struct oracle_opts *o, const struct oracle_python *py, int ncpus, struct diag *d)
+static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncpus, struct diag *d)
 {
+	const struct oracle_opts *o = p->o;
 	const char *ref = o->ref_name ? o->ref_name : "ptrace";
 
-	if (!o->nmodes)
-		add_mode(o, "ptrace"), add_mode(o, "live"), add_mode(o, "bpf");
-	o->ref = -1;
-	for (int i = 0; i < o->nmodes; i++)
-		if (!strcmp(o->modes[i].name, ref) ||
-		    (o->modes[i].cmd && !strcmp(ref, o->modes[i].cmd)))
-			o->ref = i;
-	if (o->ref < 0) {
+	for (int i = 0; i < o->nmode_args; i++)
+		add_mode(p, o->mode_args[i]); /* checked by the parser */
+	if (!p->nmodes)
+		add_mode(p, "ptrace"), add_mode(p, "live"), add_mode(p, "bpf");
+	p->ref = -1;
+	for (int i = 0; i < p->nmodes; i++)
+		if (!strcmp(p->modes[i].name, ref) ||
+		    (p->modes[i].cmd && !strcmp(ref, p->modes[i].cmd)))
+			p->ref = i;
+	if (p->ref < 0) {
 		/* The reference runs first, even when not asked for as a mode. */
-		if (add_mode(o, ref))
+		if (add_mode(p, ref))
 			return diag_set(d, EXIT_USAGE, "--reference-mode: unknown mode '%s'", ref);
-		struct oracle_mode r = o->modes[o->nmodes - 1];
+		struct oracle_mode r = p->modes[p->nmodes - 1];
 
-		memmove(&o->modes[1], &o->modes[0], (size_t)(o->nmodes - 1) * sizeof(r));
-		o->modes[0] = r;
-		o->ref = 0;
+		memmove(&p->modes[1], &p->modes[0], (size_t)(p->nmodes - 1) * sizeof(r));
+		p->modes[0] = r;
+		p->ref = 0;
 	}
-	for (int i = 0; i < o->nmodes; i++) {
-		struct oracle_mode *m = &o->modes[i];
+	for (int i = 0; i < p->nmodes; i++) {
+		struct oracle_mode *m = &p->modes[i];
 		char cmd[3 * PATH_MAX + 128];
 
 		if (m->kind != MODE_EXTERNAL || m->cmd)
 			continue;
 		if (!strcmp(py->root, "/"))
 			snprintf(cmd, sizeof(cmd), "'%s' '%s/scripts/oracle_cpython_unwinder.py'%s",
-				 py->python, o->data_dir,
+				 py->python, p->data_dir,
 				 strstr(m->name, "blocking") ? " --blocking" : "");
 		else
 			/* Same-version only: the adapter runs in the target's root,
@@ -312,29 +334,33 @@ static int settle(struct oracle_opts *o, const struct oracle_python *py, int ncp
 			snprintf(cmd, sizeof(cmd),
 				 "'%s/scripts/pyrun.sh' --proc '%s' "
 				 "'%s/scripts/oracle_cpython_unwinder.py'%s",
-				 o->data_dir, py->label, o->data_dir,
+				 p->data_dir, py->label, p->data_dir,
 				 strstr(m->name, "blocking") ? " --blocking" : "");
 		m->cmd = strdup(cmd);
 	}
-	if (!o->no_pin && !o->pinned && ncpus >= 2) {
-		o->pinned = 1;
-		o->cpu_target = 0;
-		o->cpu_sampler = 1;
+	if (o->cpus_set) {
+		p->pinned = 1;
+		p->cpu_target = o->cpu_target;
+		p->cpu_sampler = o->cpu_sampler;
+	} else if (!o->no_pin && ncpus >= 2) {
+		p->pinned = 1;
+		p->cpu_target = 0;
+		p->cpu_sampler = 1;
 	}
-	if (o->pinned && oracle_pin_self(o->cpu_sampler))
-		return diag_errno(d, errno, "cannot pin the sampler to CPU %d", o->cpu_sampler);
+	if (p->pinned && oracle_pin_self(p->cpu_sampler))
+		return diag_errno(d, errno, "cannot pin the sampler to CPU %d", p->cpu_sampler);
 	return 0;
 }
 
 /* The BPF clock's rate: --rate, or the kernel's maximum when it asks more. */
-static void bpf_rate(struct oracle_opts *o)
+static void bpf_rate(struct oracle_plan *p)
 {
 	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
-	double max = 100000, want = o->rate_khz * 1000, k = o->poisson ? 8 : 1;
+	double max = 100000, want = p->rate_khz * 1000, k = p->o->poisson ? 8 : 1;
 	int has_bpf = 0;
 
-	for (int i = 0; i < o->nmodes; i++)
-		has_bpf |= o->modes[i].kind == MODE_BPF;
+	for (int i = 0; i < p->nmodes; i++)
+		has_bpf |= p->modes[i].kind == MODE_BPF;
 	if (!has_bpf)
 		return;
 	if (f) {
@@ -343,19 +369,19 @@ static void bpf_rate(struct oracle_opts *o)
 		fclose(f);
 	}
 	if (want <= 0 || want * k > max) {
-		o->bpf_clamped = want > 0;
+		p->bpf_clamped = want > 0;
 		want = max / k;
 		fprintf(
 		    stderr,
 		    "bpfpy oracle: bpf mode runs at %.0f Hz%s: kernel.perf_event_max_sample_rate "
 		    "is %.0f\n",
-		    want, o->poisson ? " (Poisson: 8x base clock)" : "", max);
+		    want, p->o->poisson ? " (Poisson: 8x base clock)" : "", max);
 	}
-	o->bpf_rate_hz = want;
+	p->bpf_rate_hz = want;
 }
 
 struct loop {
-	struct oracle_opts *o;
+	const struct oracle_plan *p;
 	const struct oracle_python *py;
 	int tty, windows, done;
 	double t0;
@@ -367,10 +393,10 @@ static void progress_line(struct loop *l, const struct oracle_case *c, const cha
 
 	if (!l->tty)
 		return;
-	per = l->done ? (mono_s() - l->t0) / l->done : l->o->warmup + l->o->duration + 0.3;
+	per = l->done ? (mono_s() - l->t0) / l->done : l->p->o->warmup + l->p->o->duration + 0.3;
 	left = per * (l->windows - l->done);
 	fprintf(stderr, "\r\033[K[%d/%d] %s %s run %d/%d, %.0f s left", l->done + 1, l->windows,
-		c->name, mode, run + 1, l->o->runs, left);
+		c->name, mode, run + 1, l->p->o->runs, left);
 }
 
 /* One window: fresh target, warmup, the mode (or nothing), the end. */
@@ -378,19 +404,19 @@ static void window(struct loop *l, struct oracle_case *c, const struct oracle_mo
 		   uint64_t seed, struct oracle_result *r)
 {
 	struct oracle_target t;
-	struct oracle_window w = {.o = l->o, .c = c, .py = l->py, .mode = m, .t = &t, .seed = seed};
+	struct oracle_window w = {.p = l->p, .c = c, .py = l->py, .mode = m, .t = &t, .seed = seed};
 	struct diag d = {0};
 
 	progress_line(l, c, m->name, run);
-	if (oracle_target_start(&t, c, l->py, l->o, &d) || oracle_target_wait_ready(&t, 30.0, &d)) {
+	if (oracle_target_start(&t, c, l->py, l->p, &d) || oracle_target_wait_ready(&t, 30.0, &d)) {
 		snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	} else {
-		oracle_sleep_until(mono_s() + l->o->warmup);
+		oracle_sleep_until(mono_s() + l->p->o->warmup);
 		if (oracle_mode_run(&w, r, &d))
 			snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	}
 	oracle_target_stop(&t, &r->truth);
-	if (r->note[0] && l->o->verbose)
+	if (r->note[0] && l->p->o->verbose)
 		fprintf(stderr, "%sbpfpy oracle: %s %s run %d: %s\n", l->tty ? "\r\033[K" : "",
 			c->name, m->name, run, r->note);
 	l->done++;
@@ -411,7 +437,8 @@ int cmd_oracle(int argc, char **argv)
 	char dir[PATH_MAX + 16], exe[PATH_MAX], datadir[PATH_MAX], names[ORACLE_MAX_CASES][64];
 	struct oracle_python py;
 	struct diag d = {0};
-	struct loop l = {.o = &o, .py = &py};
+	struct oracle_plan plan = {.o = &o};
+	struct loop l = {.p = &plan, .py = &py};
 	int ncases = 0, ncpus, cpus[1024], ret = EXIT_OK;
 	double busy0, self0, wall0, other;
 	ssize_t n;
@@ -420,20 +447,21 @@ int cmd_oracle(int argc, char **argv)
 		return EXIT_USAGE;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
-	o.data_dir = oracle_data_dir(n > 0 ? dirname(exe) : ".", datadir, sizeof(datadir));
+	plan.data_dir = oracle_data_dir(n > 0 ? dirname(exe) : ".", datadir, sizeof(datadir));
 	/* The make run job samples at 1 kHz unless told: at the original's
 	 * 100 kHz, a timer tick every 10 us costs a VM's target most of its
 	 * CPU by itself (make bench's control), which hides what the job is
 	 * meant to show. */
-	if (o.dflt && !o.rate_set)
-		o.rate_khz = 1;
-	if (o.dflt && !o.nsnippets) {
-		o.snippets[o.nsnippets++] = "flat_alternating";
-		o.snippets[o.nsnippets++] = "nested_alternating";
-		o.snippets[o.nsnippets++] = "ground_truth";
+	plan.rate_khz = o.dflt && !o.rate_set ? 1 : o.rate_khz;
+	for (int i = 0; i < o.nsnippets; i++)
+		plan.snippets[plan.nsnippets++] = o.snippets[i];
+	if (o.dflt && !plan.nsnippets) {
+		plan.snippets[plan.nsnippets++] = "flat_alternating";
+		plan.snippets[plan.nsnippets++] = "nested_alternating";
+		plan.snippets[plan.nsnippets++] = "ground_truth";
 	}
-	snprintf(dir, sizeof(dir), "%s/snippets", o.data_dir);
-	if (!o.nsnippets) {
+	snprintf(dir, sizeof(dir), "%s/snippets", plan.data_dir);
+	if (!plan.nsnippets) {
 		int k = oracle_list_cases(dir, names, ORACLE_MAX_CASES);
 
 		if (!k)
@@ -441,20 +469,20 @@ int cmd_oracle(int argc, char **argv)
 							  .msg = "no snippets found: set "
 								 "BPFPY_SNIPPETS"});
 		for (int i = 0; i < k; i++)
-			o.snippets[o.nsnippets++] = names[i];
+			plan.snippets[plan.nsnippets++] = names[i];
 	}
-	for (int i = 0; i < o.nsnippets; i++, ncases++)
-		if (oracle_load_case(o.snippets[i], dir, &cases[i], &d))
+	for (int i = 0; i < plan.nsnippets; i++, ncases++)
+		if (oracle_load_case(plan.snippets[i], dir, &cases[i], &d))
 			return diag_report(&d);
-	if (oracle_find_python(o.python, o.data_dir, &py, &d))
+	if (oracle_find_python(o.python, plan.data_dir, &py, &d))
 		return diag_report(&d);
 	ncpus = online_cpus(cpus, 1024);
-	if (settle(&o, &py, ncpus, &d) || stopper_install_signal_handlers(&d))
+	if (settle(&plan, &py, ncpus, &d) || signals_install(&d))
 		return diag_report(&d);
-	bpf_rate(&o);
+	bpf_rate(&plan);
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	l.tty = isatty(2) && !o.quiet;
-	l.windows = ncases * o.runs * (o.nmodes + 1);
+	l.windows = ncases * o.runs * (plan.nmodes + 1);
 	l.t0 = wall0 = mono_s();
 	busy0 = oracle_host_busy();
 	self0 = oracle_self_busy();
@@ -462,7 +490,7 @@ int cmd_oracle(int argc, char **argv)
 		struct oracle_case_result *cr = &crs[ci];
 
 		cr->c = &cases[ci];
-		cr->res = calloc((size_t)o.runs * (size_t)o.nmodes, sizeof(*cr->res));
+		cr->res = calloc((size_t)o.runs * (size_t)plan.nmodes, sizeof(*cr->res));
 		cr->baseline = calloc((size_t)o.runs, sizeof(double));
 		if (!cr->res || !cr->baseline)
 			return diag_report(
@@ -475,45 +503,45 @@ int cmd_oracle(int argc, char **argv)
 			window(&l, cr->c, &none, run, seed, &base);
 			cr->baseline[run] = base.progress_rate;
 			oracle_result_free(&base);
-			for (int m = 0; m < o.nmodes; m++) {
-				struct oracle_result *r = &cr->res[run * o.nmodes + m];
+			for (int m = 0; m < plan.nmodes; m++) {
+				struct oracle_result *r = &cr->res[run * plan.nmodes + m];
 
 				if (oracle_result_init(r))
 					return diag_report(&(struct diag){.code = EXIT_FAIL,
 									  .msg = "out of memory"});
-				window(&l, cr->c, &o.modes[m], run, seed + (uint64_t)m + 1, r);
+				window(&l, cr->c, &plan.modes[m], run, seed + (uint64_t)m + 1, r);
 			}
 		}
-		oracle_compute(&o, cr);
+		oracle_compute(&plan, cr);
 	}
 	if (l.tty)
 		fprintf(stderr, "\r\033[K");
 	other = (oracle_host_busy() - busy0 - (oracle_self_busy() - self0)) / (mono_s() - wall0);
 	if (other < 0)
 		other = 0;
-	oracle_print_header(stdout, &o, &py, ncases, ncpus, other);
+	oracle_print_header(stdout, &plan, &py, ncases, ncpus, other);
 	for (int ci = 0; ci < ncases; ci++)
-		oracle_print_case(stdout, &o, &crs[ci]);
+		oracle_print_case(stdout, &plan, &crs[ci]);
 	fflush(stdout);
-	if (o.json && oracle_write_json(o.json, &o, &py, crs, ncases, ncpus, other, &d))
+	if (o.json && oracle_write_json(o.json, &plan, &py, crs, ncases, ncpus, other, &d))
 		ret = diag_report(&d);
 	if (o.html) {
 		struct diag hd = {0};
 
-		if (oracle_write_html(o.html, &o, &py, crs, ncases, ncpus, other, &hd) &&
+		if (oracle_write_html(o.html, &plan, &py, crs, ncases, ncpus, other, &hd) &&
 		    ret == EXIT_OK)
 			ret = diag_report(&hd);
 	}
-	if (ret == EXIT_OK && o.check && oracle_check(stderr, &o, crs, ncases))
+	if (ret == EXIT_OK && o.check && oracle_check(stderr, &plan, crs, ncases))
 		ret = EXIT_CHECK_FAILED;
 	for (int ci = 0; ci < ncases; ci++) {
-		for (int k = 0; k < o.runs * o.nmodes; k++)
+		for (int k = 0; k < o.runs * plan.nmodes; k++)
 			oracle_result_free(&crs[ci].res[k]);
 		free(crs[ci].res);
 		free(crs[ci].baseline);
 		rules_free(cases[ci].rules);
 	}
-	for (int i = 0; i < o.nmodes; i++)
-		free(o.modes[i].cmd);
+	for (int i = 0; i < plan.nmodes; i++)
+		free(plan.modes[i].cmd);
 	return ret;
 }

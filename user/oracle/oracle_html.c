@@ -41,11 +41,11 @@ static void esc_key(FILE *f, const char *key)
 }
 
 /* Per mode, the runs summed: counts add up, as in the table. */
-static int sum_runs(const struct oracle_opts *o, const struct oracle_case_result *cr, int m,
+static int sum_runs(const struct oracle_plan *p, const struct oracle_case_result *cr, int m,
 		    int impossible, struct keydist *out)
 {
-	for (int run = 0; run < o->runs; run++) {
-		const struct oracle_result *r = &cr->res[run * o->nmodes + m];
+	for (int run = 0; run < p->o->runs; run++) {
+		const struct oracle_result *r = &cr->res[run * p->nmodes + m];
 		const struct keydist *kd = impossible ? r->imp : r->dist;
 		size_t it = 0;
 		const char *k;
@@ -129,7 +129,7 @@ static const char css[] =
  * order, starting with the mode's name (which may hold spaces, so it is
  * matched, not split), then "note: " lines. Returns -1 when the text does
  * not look like that, and the caller shows it preformatted instead. */
-static int table(FILE *f, const struct oracle_opts *o, const char *text)
+static int table(FILE *f, const struct oracle_plan *p, const char *text)
 {
 	char *copy = strdup(text), *save = NULL, *line, *hdr = NULL;
 	char *rows[ORACLE_MAX_MODES];
@@ -141,19 +141,19 @@ static int table(FILE *f, const struct oracle_opts *o, const char *text)
 	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (!hdr && !strncmp(line, "mode ", 5))
 			hdr = line;
-		else if (hdr && nrows < o->nmodes)
+		else if (hdr && nrows < p->nmodes)
 			rows[nrows++] = line;
 	}
-	if (!hdr || nrows != o->nmodes)
+	if (!hdr || nrows != p->nmodes)
 		goto out;
 	for (char *s2 = NULL, *c = strtok_r(hdr, " ", &s2); c && ncols < 64;
 	     c = strtok_r(NULL, " ", &s2))
 		cols[ncols++] = c;
 	for (int m = 0; m < nrows; m++) {
-		size_t l = strlen(o->modes[m].name);
+		size_t l = strlen(p->modes[m].name);
 		int n = 0;
 
-		if (strncmp(rows[m], o->modes[m].name, l) || (rows[m][l] && rows[m][l] != ' '))
+		if (strncmp(rows[m], p->modes[m].name, l) || (rows[m][l] && rows[m][l] != ' '))
 			goto out;
 		for (char *s2 = NULL, *c = strtok_r(rows[m] + l, " ", &s2); c;
 		     c = strtok_r(NULL, " ", &s2))
@@ -171,19 +171,19 @@ static int table(FILE *f, const struct oracle_opts *o, const char *text)
 	}
 	fputs("</tr></thead><tbody>\n", f);
 	for (int m = 0; m < nrows; m++) {
-		char *p = rows[m] + strlen(o->modes[m].name);
+		char *cell = rows[m] + strlen(p->modes[m].name);
 
 		fprintf(f, "<tr%s><td><span class=\"sw m%d\"></span>",
-			m == o->ref ? " class=\"ref\"" : "", m % NCOLOURS);
-		out_put_markup(f, o->modes[m].name);
+			m == p->ref ? " class=\"ref\"" : "", m % NCOLOURS);
+		out_put_markup(f, p->modes[m].name);
 		fputs("</td>", f);
 		for (int c = 1; c < ncols; c++) {
-			while (*p == ' ' || !*p)
-				p++;
+			while (*cell == ' ' || !*cell)
+				cell++;
 			fputs("<td>", f);
-			out_put_markup(f, p);
+			out_put_markup(f, cell);
 			fputs("</td>", f);
-			p += strlen(p);
+			cell += strlen(cell);
 		}
 		fputs("</tr>\n", f);
 	}
@@ -217,7 +217,7 @@ static void notes(FILE *f, const char *text)
  * their largest share in any mode, not by the reference's alone, so that a
  * mode's own wrong stack (absent from the reference) is shown, not hidden
  * below the cut. */
-static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per_mode)
+static int dist_chart(FILE *f, const struct oracle_plan *p, struct keydist **per_mode)
 {
 	struct keydist *all = keydist_new();
 	double tot[ORACLE_MAX_MODES], top = 0, rest[ORACLE_MAX_MODES];
@@ -228,7 +228,7 @@ static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per
 
 	if (!all)
 		return -1;
-	for (int m = 0; m < o->nmodes; m++) {
+	for (int m = 0; m < p->nmodes; m++) {
 		tot[m] = keydist_total(per_mode[m]);
 		rest[m] = tot[m] > 0 ? 1 : 0;
 		it = 0;
@@ -245,7 +245,7 @@ static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per
 	}
 	for (size_t i = 0; i < n; i++) {
 		rows[i].score = 0;
-		for (int m = 0; m < o->nmodes; m++)
+		for (int m = 0; m < p->nmodes; m++)
 			if (tot[m] > 0 &&
 			    keydist_get(per_mode[m], rows[i].key) / tot[m] > rows[i].score)
 				rows[i].score = keydist_get(per_mode[m], rows[i].key) / tot[m];
@@ -263,10 +263,10 @@ static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per
 		goto out;
 	}
 	fputs("<table class=\"dist\"><thead><tr><th>stack (leaf first)</th>", f);
-	for (int m = 0; m < o->nmodes; m++) {
+	for (int m = 0; m < p->nmodes; m++) {
 		fprintf(f, "<th><span class=\"sw m%d\"></span>", m % NCOLOURS);
-		out_put_markup(f, o->modes[m].name);
-		fprintf(f, "%s</th>", m == o->ref ? " (ref)" : "");
+		out_put_markup(f, p->modes[m].name);
+		fprintf(f, "%s</th>", m == p->ref ? " (ref)" : "");
 	}
 	fputs("</tr></thead><tbody>\n", f);
 	for (size_t i = 0; i < shown; i++) {
@@ -275,7 +275,7 @@ static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per
 		fputs("\">", f);
 		esc_key(f, rows[i].key);
 		fputs("</td>", f);
-		for (int m = 0; m < o->nmodes; m++) {
+		for (int m = 0; m < p->nmodes; m++) {
 			double s = tot[m] > 0 ? keydist_get(per_mode[m], rows[i].key) / tot[m] : 0;
 			char pct[32];
 
@@ -293,7 +293,7 @@ static int dist_chart(FILE *f, const struct oracle_opts *o, struct keydist **per
 	}
 	if (n > shown) {
 		fprintf(f, "<tr><td class=\"key none\">%zu other keys</td>", n - shown);
-		for (int m = 0; m < o->nmodes; m++) {
+		for (int m = 0; m < p->nmodes; m++) {
 			char pct[32];
 
 			/* 1 minus the shown shares leaves rounding dust. */
@@ -309,21 +309,21 @@ out:
 	return 0;
 }
 
-static int impossible_list(FILE *f, const struct oracle_opts *o,
+static int impossible_list(FILE *f, const struct oracle_plan *p,
 			   const struct oracle_case_result *cr)
 {
 	fputs("<h3>Impossible stacks seen</h3>\n", f);
-	for (int m = 0; m < o->nmodes; m++) {
+	for (int m = 0; m < p->nmodes; m++) {
 		struct keydist *imp = keydist_new();
 		struct row *rows = NULL;
 		size_t n = 0;
 
-		if (!imp || sum_runs(o, cr, m, 1, imp) || !(rows = sorted_keys(imp, &n))) {
+		if (!imp || sum_runs(p, cr, m, 1, imp) || !(rows = sorted_keys(imp, &n))) {
 			keydist_free(imp);
 			return -1;
 		}
 		fprintf(f, "<div class=\"imp\"><span class=\"sw m%d\"></span><b>", m % NCOLOURS);
-		out_put_markup(f, o->modes[m].name);
+		out_put_markup(f, p->modes[m].name);
 		fprintf(f, "</b>: %.0f impossible in %zu distinct stacks", keydist_total(imp), n);
 		if (n) {
 			fputs("<ul class=\"imp\">\n", f);
@@ -345,7 +345,7 @@ static int impossible_list(FILE *f, const struct oracle_opts *o,
 }
 
 /* The text the terminal gets from fn, as a string (NULL: out of memory). */
-static char *captured_case(const struct oracle_opts *o, const struct oracle_case_result *cr)
+static char *captured_case(const struct oracle_plan *p, const struct oracle_case_result *cr)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -353,7 +353,7 @@ static char *captured_case(const struct oracle_opts *o, const struct oracle_case
 
 	if (!ms)
 		return NULL;
-	oracle_print_case(ms, o, cr);
+	oracle_print_case(ms, p, cr);
 	if (fclose(ms)) {
 		free(buf);
 		return NULL;
@@ -361,7 +361,7 @@ static char *captured_case(const struct oracle_opts *o, const struct oracle_case
 	return buf;
 }
 
-static char *captured_header(const struct oracle_opts *o, const struct oracle_python *py,
+static char *captured_header(const struct oracle_plan *p, const struct oracle_python *py,
 			     int ncases, int ncpus, double other_load)
 {
 	char *buf = NULL;
@@ -370,7 +370,7 @@ static char *captured_header(const struct oracle_opts *o, const struct oracle_py
 
 	if (!ms)
 		return NULL;
-	oracle_print_header(ms, o, py, ncases, ncpus, other_load);
+	oracle_print_header(ms, p, py, ncases, ncpus, other_load);
 	if (fclose(ms)) {
 		free(buf);
 		return NULL;
@@ -378,11 +378,11 @@ static char *captured_header(const struct oracle_opts *o, const struct oracle_py
 	return buf;
 }
 
-static int write_case(FILE *f, const struct oracle_opts *o, const struct oracle_case_result *cr,
+static int write_case(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *cr,
 		      int ci)
 {
 	struct keydist *per_mode[ORACLE_MAX_MODES] = {0};
-	char *text = captured_case(o, cr);
+	char *text = captured_case(p, cr);
 	int rc = -1;
 
 	if (!text)
@@ -392,34 +392,34 @@ static int write_case(FILE *f, const struct oracle_opts *o, const struct oracle_
 	fputs("</h2>\n<p>", f);
 	out_put_markup(f, cr->c->operation);
 	fprintf(f, " &mdash; %zu keys in the reference, %d run%s</p>\n",
-		keydist_nkeys(cr->res[o->ref].dist), o->runs, o->runs > 1 ? "s" : "");
-	if (table(f, o, text)) {
+		keydist_nkeys(cr->res[p->ref].dist), p->o->runs, p->o->runs > 1 ? "s" : "");
+	if (table(f, p, text)) {
 		fputs("<pre>", f);
 		out_put_markup(f, text);
 		fputs("</pre>\n", f);
 	} else {
 		notes(f, text);
 	}
-	for (int m = 0; m < o->nmodes; m++)
-		if (!(per_mode[m] = keydist_new()) || sum_runs(o, cr, m, 0, per_mode[m]))
+	for (int m = 0; m < p->nmodes; m++)
+		if (!(per_mode[m] = keydist_new()) || sum_runs(p, cr, m, 0, per_mode[m]))
 			goto out;
-	if (dist_chart(f, o, per_mode) || impossible_list(f, o, cr))
+	if (dist_chart(f, p, per_mode) || impossible_list(f, p, cr))
 		goto out;
 	fputs("</section>\n", f);
 	rc = 0;
 out:
-	for (int m = 0; m < o->nmodes; m++)
+	for (int m = 0; m < p->nmodes; m++)
 		keydist_free(per_mode[m]);
 	free(text);
 	return rc;
 }
 
-int oracle_write_html(const char *path, const struct oracle_opts *o, const struct oracle_python *py,
+int oracle_write_html(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
 		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
 		      struct diag *d)
 {
 	struct out_file of;
-	char *hdr = captured_header(o, py, ncases, ncpus, other_load);
+	char *hdr = captured_header(p, py, ncases, ncpus, other_load);
 
 	if (!hdr)
 		return diag_errno(d, ENOMEM, "--html %s", path);
@@ -438,10 +438,10 @@ int oracle_write_html(const char *path, const struct oracle_opts *o, const struc
 	fputs("<pre class=\"hdr\">", of.f);
 	out_put_markup(of.f, hdr);
 	fputs("</pre>\n<p>Modes:", of.f);
-	for (int m = 0; m < o->nmodes; m++) {
+	for (int m = 0; m < p->nmodes; m++) {
 		fprintf(of.f, " <span class=\"sw m%d\"></span>", m % NCOLOURS);
-		out_put_markup(of.f, o->modes[m].name);
-		fputs(m == o->ref ? " (reference)" : "", of.f);
+		out_put_markup(of.f, p->modes[m].name);
+		fputs(m == p->ref ? " (reference)" : "", of.f);
 	}
 	fputs(". Cases:", of.f);
 	for (int ci = 0; ci < ncases; ci++) {
@@ -452,7 +452,7 @@ int oracle_write_html(const char *path, const struct oracle_opts *o, const struc
 	fputs("</p>\n", of.f);
 	free(hdr);
 	for (int ci = 0; ci < ncases; ci++)
-		if (write_case(of.f, o, &crs[ci], ci)) {
+		if (write_case(of.f, p, &crs[ci], ci)) {
 			out_file_abort(&of);
 			return diag_errno(d, ENOMEM, "--html %s", path);
 		}

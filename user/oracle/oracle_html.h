@@ -11,7 +11,7 @@
 
 /* Write the page to path, which must not exist yet (the oracle has no
  * --force). 0, or -1 with d set. */
-int oracle_write_html(const char *path, const struct oracle_opts *o, const struct oracle_python *py,
+int oracle_write_html(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
 		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
 		      struct diag *d);
 

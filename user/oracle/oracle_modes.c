@@ -182,7 +182,7 @@ static void scratch_free(struct scratch *s)
 static int run_walker(struct oracle_window *w, struct oracle_result *r, struct py_process *p,
 		      struct code_cache *cache, struct diag *d)
 {
-	const struct oracle_opts *o = w->o;
+	const struct oracle_plan *pl = w->p;
 	int blocking = w->mode->kind == MODE_PTRACE;
 	struct stopper st = {0};
 	struct oracle_sched sc;
@@ -201,9 +201,10 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		return -1;
 	}
 	start = mono_s();
-	deadline = start + o->duration;
+	deadline = start + pl->o->duration;
 	p0 = oracle_target_progress(w->t);
-	oracle_sched_init(&sc, start, o->duration, o->rate_khz * 1000, o->poisson, w->seed);
+	oracle_sched_init(&sc, start, pl->o->duration, pl->rate_khz * 1000, pl->o->poisson,
+			  w->seed);
 	while (oracle_sched_next(&sc, &t)) {
 		struct diag dd = {0};
 		double t0, t1;
@@ -326,11 +327,11 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_process *p,
 		   struct code_cache *cache, struct diag *d)
 {
-	const struct oracle_opts *o = w->o;
+	const struct oracle_plan *pl = w->p;
 	int wall = w->mode->kind == MODE_BPF_WALL;
 	struct bpf_sampler_opts so = {
-	    .rate_hz = wall ? (o->rate_khz > 0 ? o->rate_khz * 1000 : 1000) : o->bpf_rate_hz,
-	    .poisson = o->poisson && !wall,
+	    .rate_hz = wall ? (pl->rate_khz > 0 ? pl->rate_khz * 1000 : 1000) : pl->bpf_rate_hz,
+	    .poisson = pl->o->poisson && !wall,
 	    .wall = wall,
 	};
 	struct bpf_sampler *s = NULL;
@@ -350,7 +351,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	if (bpf_sampler_open(&s, &so, d) || bpf_sampler_add(s, p->pid, &p->cfg, d))
 		goto out;
 	start = mono_s();
-	deadline = start + o->duration;
+	deadline = start + pl->o->duration;
 	c.start_ns = to_ns(start);
 	c.deadline_ns = to_ns(deadline);
 	p0 = oracle_target_progress(w->t);
@@ -377,7 +378,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 			diag_errno(d, ENOMEM, "oracle");
 			goto out;
 		}
-		oracle_sched_init(&sc, start, o->duration, o->rate_khz * 1000, o->poisson, w->seed);
+		oracle_sched_init(&sc, start, pl->o->duration, pl->rate_khz * 1000, pl->o->poisson,
+				  w->seed);
 		while (oracle_sched_next(&sc, &t)) {
 			struct diag dd = {0};
 			double t0, t1;
@@ -445,13 +447,13 @@ static void expand(const char *cmd, const struct oracle_window *w, char *out, si
 			snprintf(val, sizeof(val), "%d", w->t->pid);
 			skip = 5;
 		} else if (!strncmp(p, "{rate_hz}", 9)) {
-			snprintf(val, sizeof(val), "%.0f", w->o->rate_khz * 1000);
+			snprintf(val, sizeof(val), "%.0f", w->p->rate_khz * 1000);
 			skip = 9;
 		} else if (!strncmp(p, "{duration}", 10)) {
-			snprintf(val, sizeof(val), "%g", w->o->duration);
+			snprintf(val, sizeof(val), "%g", w->p->o->duration);
 			skip = 10;
 		} else if (!strncmp(p, "{poisson}", 9)) {
-			snprintf(val, sizeof(val), "%d", w->o->poisson);
+			snprintf(val, sizeof(val), "%d", w->p->o->poisson);
 			skip = 9;
 		}
 		if (skip) {
@@ -468,7 +470,7 @@ static void expand(const char *cmd, const struct oracle_window *w, char *out, si
 
 static int run_external(struct oracle_window *w, struct oracle_result *r, struct diag *d)
 {
-	const struct oracle_opts *o = w->o;
+	const struct oracle_plan *pl = w->p;
 	char cmd[8192], env[4][64], *line = NULL;
 	struct rule_frame *fr = calloc(BPFPY_MAX_DEPTH, sizeof(*fr));
 	struct rule_frame *att = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*att));
@@ -488,9 +490,9 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	}
 	expand(w->mode->cmd, w, cmd, sizeof(cmd));
 	snprintf(env[0], sizeof(env[0]), "%d", w->t->pid);
-	snprintf(env[1], sizeof(env[1]), "%.0f", o->rate_khz * 1000);
-	snprintf(env[2], sizeof(env[2]), "%g", o->duration);
-	snprintf(env[3], sizeof(env[3]), "%d", o->poisson);
+	snprintf(env[1], sizeof(env[1]), "%.0f", pl->rate_khz * 1000);
+	snprintf(env[2], sizeof(env[2]), "%g", pl->o->duration);
+	snprintf(env[3], sizeof(env[3]), "%d", pl->o->poisson);
 	spawn = mono_s();
 	p0 = oracle_target_progress(w->t);
 	pid = fork();
@@ -524,7 +526,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 			/* The tool starts sampling now: the window begins. */
 			start = now;
 			p0 = oracle_target_progress(w->t);
-			deadline = start + o->duration;
+			deadline = start + pl->o->duration;
 			grouped = strstr(line, "grouped") != NULL;
 			continue;
 		}
@@ -600,7 +602,7 @@ int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct dia
 		/* The unsampled baseline: only the progress counter is read. */
 		start = mono_s();
 		p0 = oracle_target_progress(w->t);
-		oracle_sleep_until(start + w->o->duration);
+		oracle_sleep_until(start + w->p->o->duration);
 		r->elapsed = mono_s() - start;
 		r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
 		return 0;

@@ -47,21 +47,36 @@ struct oracle_mode {
 	char *cmd;     /* MODE_EXTERNAL: the shell command */
 };
 
+/* What the command line says, as it says it: filled by the parser, const
+ * from then on. What a run works out from it and from the host (defaults,
+ * the reference's place, pinning, the BPF clock's real rate) is in struct
+ * oracle_plan, so that no function can mistake one for the other. */
 struct oracle_opts {
-	const char *snippets[ORACLE_MAX_CASES];
+	const char *snippets[ORACLE_MAX_CASES]; /* --snippet, in order */
 	int nsnippets;
-	struct oracle_mode modes[ORACLE_MAX_MODES];
-	int nmodes;
-	int ref; /* index of the reference in modes */
+	const char *mode_args[ORACLE_MAX_MODES]; /* --mode, in order (checked) */
+	int nmode_args;
 	const char *ref_name;
 	double duration, warmup, rate_khz;
 	int runs, poisson;
 	const char *python, *json, *html;
 	int check;
 	double max_impossible, max_tvd_excess, max_errors;
-	int cpu_target, cpu_sampler, no_pin, pinned;
-	int dflt, quiet, verbose;
-	int rate_set;	    /* --rate given */
+	int cpus_set, cpu_target, cpu_sampler; /* --cpus TARGET,SAMPLER */
+	int dflt, no_pin, quiet, verbose;
+	int rate_set; /* --rate given */
+};
+
+/* One oracle run's derived state, owned by cmd_oracle and read by the rest. */
+struct oracle_plan {
+	const struct oracle_opts *o;
+	const char *snippets[ORACLE_MAX_CASES]; /* given, --default's, or all */
+	int nsnippets;
+	double rate_khz;			    /* --rate, or --default's 1 kHz */
+	struct oracle_mode modes[ORACLE_MAX_MODES]; /* resolved: commands built */
+	int nmodes;
+	int ref; /* index of the reference in modes */
+	int pinned, cpu_target, cpu_sampler;
 	double bpf_rate_hz; /* what the BPF clock really runs at */
 	int bpf_clamped;
 	const char *data_dir; /* holds snippets/ and scripts/, see oracle_data_dir() */
@@ -105,7 +120,7 @@ struct oracle_result {
 
 /* Everything a mode needs for one window. */
 struct oracle_window {
-	const struct oracle_opts *o;
+	const struct oracle_plan *p;
 	const struct oracle_case *c;
 	const struct oracle_python *py;
 	const struct oracle_mode *mode;
@@ -125,7 +140,7 @@ int oracle_load_case(const char *name_or_path, const char *dir, struct oracle_ca
 		     struct diag *d);
 int oracle_list_cases(const char *dir, char names[][64], int max);
 int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
-			const struct oracle_python *py, const struct oracle_opts *o,
+			const struct oracle_python *py, const struct oracle_plan *p,
 			struct diag *d);
 /* Wait until the counter moves (the main loop runs), up to timeout s. */
 int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct diag *d);
@@ -153,14 +168,14 @@ struct oracle_case_result {
 	struct oracle_result *res; /* [run * nmodes + mode] */
 	double *baseline;	   /* per run: unsampled progress rate */
 };
-void oracle_compute(const struct oracle_opts *o, struct oracle_case_result *cr);
-void oracle_print_header(FILE *f, const struct oracle_opts *o, const struct oracle_python *py,
+void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr);
+void oracle_print_header(FILE *f, const struct oracle_plan *p, const struct oracle_python *py,
 			 int ncases, int ncpus, double other_load);
-void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle_case_result *cr);
-int oracle_write_json(const char *path, const struct oracle_opts *o, const struct oracle_python *py,
+void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *cr);
+int oracle_write_json(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
 		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
 		      struct diag *d);
 /* Prints each broken threshold; returns how many. */
-int oracle_check(FILE *f, const struct oracle_opts *o, struct oracle_case_result *crs, int ncases);
+int oracle_check(FILE *f, const struct oracle_plan *p, struct oracle_case_result *crs, int ncases);
 
 #endif /* ORACLE_RUN_H */

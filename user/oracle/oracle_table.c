@@ -21,14 +21,14 @@ static double ratio(double a, double b)
 	return b > 0 ? a / b : NAN;
 }
 
-void oracle_compute(const struct oracle_opts *o, struct oracle_case_result *cr)
+void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr)
 {
-	for (int run = 0; run < o->runs; run++) {
-		struct oracle_result *ref = &cr->res[run * o->nmodes + o->ref];
+	for (int run = 0; run < p->o->runs; run++) {
+		struct oracle_result *ref = &cr->res[run * p->nmodes + p->ref];
 		double n_ref = keydist_total(ref->dist);
 
-		for (int m = 0; m < o->nmodes; m++) {
-			struct oracle_result *r = &cr->res[run * o->nmodes + m];
+		for (int m = 0; m < p->nmodes; m++) {
+			struct oracle_result *r = &cr->res[run * p->nmodes + m];
 			double n = keydist_total(r->dist);
 
 			r->errors_pct = 100 * ratio((double)r->errors, (double)r->attempts);
@@ -41,7 +41,7 @@ void oracle_compute(const struct oracle_opts *o, struct oracle_case_result *cr)
 				r->slowdown = 100 * (1 - r->progress_rate / cr->baseline[run]);
 			if (r->truth && keydist_total(r->phases) > 0)
 				r->tvd_truth = oracle_tvd(r->phases, r->truth);
-			if (m == o->ref || n <= 0 || n_ref <= 0)
+			if (m == p->ref || n <= 0 || n_ref <= 0)
 				continue;
 			r->raw_tvd = oracle_tvd(r->dist, ref->dist);
 			r->tvd_floor = oracle_tvd_floor(ref->dist, n, n_ref);
@@ -61,14 +61,14 @@ void oracle_compute(const struct oracle_opts *o, struct oracle_case_result *cr)
 }
 
 /* The figure of every run of mode m, by field offset. */
-static void gather(const struct oracle_opts *o, const struct oracle_case_result *cr, int m,
+static void gather(const struct oracle_plan *p, const struct oracle_case_result *cr, int m,
 		   size_t off, struct oracle_agg *agg)
 {
 	double x[256];
-	int n = o->runs < 256 ? o->runs : 256;
+	int n = p->o->runs < 256 ? p->o->runs : 256;
 
 	for (int run = 0; run < n; run++)
-		x[run] = *(const double *)((const char *)&cr->res[run * o->nmodes + m] + off);
+		x[run] = *(const double *)((const char *)&cr->res[run * p->nmodes + m] + off);
 	oracle_aggregate(x, (size_t)n, agg);
 }
 
@@ -102,12 +102,12 @@ struct mode_sum {
 	uint64_t samples, stacks, impossible, lost, attempts;
 };
 
-static void sums(const struct oracle_opts *o, const struct oracle_case_result *cr, int m,
+static void sums(const struct oracle_plan *p, const struct oracle_case_result *cr, int m,
 		 struct mode_sum *s)
 {
 	memset(s, 0, sizeof(*s));
-	for (int run = 0; run < o->runs; run++) {
-		const struct oracle_result *r = &cr->res[run * o->nmodes + m];
+	for (int run = 0; run < p->o->runs; run++) {
+		const struct oracle_result *r = &cr->res[run * p->nmodes + m];
 
 		s->samples += r->samples;
 		s->stacks += r->stacks;
@@ -132,23 +132,23 @@ static int width(const char *s)
 	return w;
 }
 
-void oracle_print_header(FILE *f, const struct oracle_opts *o, const struct oracle_python *py,
+void oracle_print_header(FILE *f, const struct oracle_plan *p, const struct oracle_python *py,
 			 int ncases, int ncpus, double other_load)
 {
 	fprintf(f,
 		"Python %s [%s] cases=%d runs=%d duration=%g rate_khz=%g warmup=%g "
 		"poisson_sampling=%s\n",
-		py->version, py->label, ncases, o->runs, o->duration, o->rate_khz, o->warmup,
-		o->poisson ? "True" : "False");
+		py->version, py->label, ncases, p->o->runs, p->o->duration, p->rate_khz,
+		p->o->warmup, p->o->poisson ? "True" : "False");
 	fprintf(f, "cpus=%d pinning=", ncpus);
-	if (o->pinned)
-		fprintf(f, "target:%d,sampler:%d", o->cpu_target, o->cpu_sampler);
+	if (p->pinned)
+		fprintf(f, "target:%d,sampler:%d", p->cpu_target, p->cpu_sampler);
 	else
 		fprintf(f, "none");
 	fprintf(f, " other_load=%.2f", other_load);
-	if (o->bpf_rate_hz > 0)
-		fprintf(f, " bpf_rate_hz=%.0f%s", o->bpf_rate_hz,
-			o->bpf_clamped ? " (clamped to kernel.perf_event_max_sample_rate)" : "");
+	if (p->bpf_rate_hz > 0)
+		fprintf(f, " bpf_rate_hz=%.0f%s", p->bpf_rate_hz,
+			p->bpf_clamped ? " (clamped to kernel.perf_event_max_sample_rate)" : "");
 	fprintf(f, "\n");
 	if (other_load > 0.25)
 		fprintf(f,
@@ -157,16 +157,16 @@ void oracle_print_header(FILE *f, const struct oracle_opts *o, const struct orac
 			other_load);
 }
 
-void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle_case_result *cr)
+void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *cr)
 {
 	char cell[ORACLE_MAX_MODES + 1][NCOLS][64];
 	int w[NCOLS] = {0}, show_stacks = 0;
-	const struct oracle_result *ref0 = &cr->res[o->ref];
+	const struct oracle_result *ref0 = &cr->res[p->ref];
 
-	for (int m = 0; m < o->nmodes; m++) {
+	for (int m = 0; m < p->nmodes; m++) {
 		struct mode_sum s;
 
-		sums(o, cr, m, &s);
+		sums(p, cr, m, &s);
 		if (s.stacks != s.samples)
 			show_stacks = 1;
 	}
@@ -174,23 +174,23 @@ void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle
 		keydist_nkeys(ref0->dist));
 	for (int c = 0; c < NCOLS; c++)
 		snprintf(cell[0][c], 64, "%s", heads[c]);
-	for (int m = 0; m < o->nmodes; m++) {
+	for (int m = 0; m < p->nmodes; m++) {
 		char(*row)[64] = cell[m + 1];
 		struct oracle_agg a;
 		struct mode_sum s;
-		int is_ref = m == o->ref;
+		int is_ref = m == p->ref;
 
-		sums(o, cr, m, &s);
-		snprintf(row[0], 64, "%s", o->modes[m].name);
+		sums(p, cr, m, &s);
+		snprintf(row[0], 64, "%s", p->modes[m].name);
 		snprintf(row[1], 64, "%llu", (unsigned long long)s.samples);
 		snprintf(row[2], 64, "%llu", (unsigned long long)s.stacks);
-		gather(o, cr, m, F(us), &a);
-		fmt_ms(row[3], 64, &a, o->runs, "%.2f");
-		gather(o, cr, m, F(errors_pct), &a);
-		fmt_ms(row[4], 64, &a, o->runs, "%.2f");
+		gather(p, cr, m, F(us), &a);
+		fmt_ms(row[3], 64, &a, p->o->runs, "%.2f");
+		gather(p, cr, m, F(errors_pct), &a);
+		fmt_ms(row[4], 64, &a, p->o->runs, "%.2f");
 		snprintf(row[5], 64, "%llu", (unsigned long long)s.impossible);
-		gather(o, cr, m, F(impossible_pct), &a);
-		fmt_ms(row[6], 64, &a, o->runs, "%.2f");
+		gather(p, cr, m, F(impossible_pct), &a);
+		fmt_ms(row[6], 64, &a, p->o->runs, "%.2f");
 		if (is_ref) {
 			strcpy(row[7], "ref");
 			strcpy(row[8], "-");
@@ -198,32 +198,32 @@ void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle
 			strcpy(row[10], "-");
 			strcpy(row[11], "ref");
 		} else {
-			gather(o, cr, m, F(tvd_excess), &a);
-			fmt_ms(row[7], 64, &a, o->runs, "%.3f");
-			gather(o, cr, m, F(tvd_floor), &a);
+			gather(p, cr, m, F(tvd_excess), &a);
+			fmt_ms(row[7], 64, &a, p->o->runs, "%.3f");
+			gather(p, cr, m, F(tvd_floor), &a);
 			fmt_med(row[8], 64, &a, "%.3f");
-			gather(o, cr, m, F(raw_tvd), &a);
-			fmt_ms(row[9], 64, &a, o->runs, "%.3f");
-			gather(o, cr, m, F(tvd_noise), &a);
+			gather(p, cr, m, F(raw_tvd), &a);
+			fmt_ms(row[9], 64, &a, p->o->runs, "%.3f");
+			gather(p, cr, m, F(tvd_noise), &a);
 			fmt_med(row[10], 64, &a, "%.3f");
-			gather(o, cr, m, F(tvd_fn), &a);
-			fmt_ms(row[11], 64, &a, o->runs, "%.3f");
+			gather(p, cr, m, F(tvd_fn), &a);
+			fmt_ms(row[11], 64, &a, p->o->runs, "%.3f");
 		}
-		gather(o, cr, m, F(tvd_truth), &a);
-		fmt_ms(row[12], 64, &a, o->runs, "%.3f");
-		gather(o, cr, m, F(slowdown), &a);
-		fmt_ms(row[13], 64, &a, o->runs, "%.1f");
+		gather(p, cr, m, F(tvd_truth), &a);
+		fmt_ms(row[12], 64, &a, p->o->runs, "%.3f");
+		gather(p, cr, m, F(slowdown), &a);
+		fmt_ms(row[13], 64, &a, p->o->runs, "%.1f");
 		snprintf(row[14], 64, "%llu", (unsigned long long)s.lost);
-		gather(o, cr, m, F(us_target), &a);
-		fmt_ms(row[15], 64, &a, o->runs, "%.2f");
-		gather(o, cr, m, F(us_sampler), &a);
-		fmt_ms(row[16], 64, &a, o->runs, "%.2f");
+		gather(p, cr, m, F(us_target), &a);
+		fmt_ms(row[15], 64, &a, p->o->runs, "%.2f");
+		gather(p, cr, m, F(us_sampler), &a);
+		fmt_ms(row[16], 64, &a, p->o->runs, "%.2f");
 	}
-	for (int r = 0; r <= o->nmodes; r++)
+	for (int r = 0; r <= p->nmodes; r++)
 		for (int c = 0; c < NCOLS; c++)
 			if (width(cell[r][c]) > w[c])
 				w[c] = width(cell[r][c]);
-	for (int r = 0; r <= o->nmodes; r++) {
+	for (int r = 0; r <= p->nmodes; r++) {
 		for (int c = 0; c < NCOLS; c++) {
 			if (c == 2 && !show_stacks)
 				continue;
@@ -235,11 +235,11 @@ void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle
 		}
 		fprintf(f, "\n");
 	}
-	for (int run = 0; run < o->runs; run++)
-		for (int m = 0; m < o->nmodes; m++)
-			if (cr->res[run * o->nmodes + m].note[0])
-				fprintf(f, "note: %s run %d: %s\n", o->modes[m].name, run,
-					cr->res[run * o->nmodes + m].note);
+	for (int run = 0; run < p->o->runs; run++)
+		for (int m = 0; m < p->nmodes; m++)
+			if (cr->res[run * p->nmodes + m].note[0])
+				fprintf(f, "note: %s run %d: %s\n", p->modes[m].name, run,
+					cr->res[run * p->nmodes + m].note);
 }
 
 static json_object *jnum(double x)
@@ -292,7 +292,7 @@ static json_object *jrun(const struct oracle_result *r, double baseline)
 	return j;
 }
 
-int oracle_write_json(const char *path, const struct oracle_opts *o, const struct oracle_python *py,
+int oracle_write_json(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
 		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
 		      struct diag *d)
 {
@@ -305,21 +305,21 @@ int oracle_write_json(const char *path, const struct oracle_opts *o, const struc
 	json_object_object_add(h, "python", json_object_new_string(py->python));
 	json_object_object_add(h, "python_root", json_object_new_string(py->root));
 	json_object_object_add(h, "cases", json_object_new_int(ncases));
-	json_object_object_add(h, "runs", json_object_new_int(o->runs));
-	json_object_object_add(h, "duration", json_object_new_double(o->duration));
-	json_object_object_add(h, "rate_khz", json_object_new_double(o->rate_khz));
-	json_object_object_add(h, "warmup", json_object_new_double(o->warmup));
-	json_object_object_add(h, "poisson_sampling", json_object_new_boolean(o->poisson));
+	json_object_object_add(h, "runs", json_object_new_int(p->o->runs));
+	json_object_object_add(h, "duration", json_object_new_double(p->o->duration));
+	json_object_object_add(h, "rate_khz", json_object_new_double(p->rate_khz));
+	json_object_object_add(h, "warmup", json_object_new_double(p->o->warmup));
+	json_object_object_add(h, "poisson_sampling", json_object_new_boolean(p->o->poisson));
 	json_object_object_add(h, "cpus", json_object_new_int(ncpus));
-	json_object_object_add(h, "pinned", json_object_new_boolean(o->pinned));
+	json_object_object_add(h, "pinned", json_object_new_boolean(p->pinned));
 	json_object_object_add(h, "cpu_target",
-			       o->pinned ? json_object_new_int(o->cpu_target) : NULL);
+			       p->pinned ? json_object_new_int(p->cpu_target) : NULL);
 	json_object_object_add(h, "cpu_sampler",
-			       o->pinned ? json_object_new_int(o->cpu_sampler) : NULL);
+			       p->pinned ? json_object_new_int(p->cpu_sampler) : NULL);
 	json_object_object_add(h, "other_load_cpus", jnum(other_load));
-	json_object_object_add(h, "bpf_rate_hz", jnum(o->bpf_rate_hz));
-	json_object_object_add(h, "bpf_rate_clamped", json_object_new_boolean(o->bpf_clamped));
-	json_object_object_add(h, "reference_mode", json_object_new_string(o->modes[o->ref].name));
+	json_object_object_add(h, "bpf_rate_hz", jnum(p->bpf_rate_hz));
+	json_object_object_add(h, "bpf_rate_clamped", json_object_new_boolean(p->bpf_clamped));
+	json_object_object_add(h, "reference_mode", json_object_new_string(p->modes[p->ref].name));
 	json_object_object_add(root, "header", h);
 	for (int ci = 0; ci < ncases; ci++) {
 		struct oracle_case_result *cr = &crs[ci];
@@ -329,20 +329,20 @@ int oracle_write_json(const char *path, const struct oracle_opts *o, const struc
 		json_object_object_add(jc, "operation", json_object_new_string(cr->c->operation));
 		json_object_object_add(jc, "snippet", json_object_new_string(cr->c->py));
 		json_object_object_add(jc, "ref_keys",
-				       json_object_new_uint64(keydist_nkeys(cr->res[o->ref].dist)));
-		for (int m = 0; m < o->nmodes; m++) {
+				       json_object_new_uint64(keydist_nkeys(cr->res[p->ref].dist)));
+		for (int m = 0; m < p->nmodes; m++) {
 			json_object *jm = json_object_new_object(), *runs = json_object_new_array();
 
 			json_object_object_add(jm, "mode",
-					       json_object_new_string(o->modes[m].name));
+					       json_object_new_string(p->modes[m].name));
 			json_object_object_add(jm, "reference",
-					       json_object_new_boolean(m == o->ref));
-			if (o->modes[m].cmd)
+					       json_object_new_boolean(m == p->ref));
+			if (p->modes[m].cmd)
 				json_object_object_add(jm, "command",
-						       json_object_new_string(o->modes[m].cmd));
-			for (int run = 0; run < o->runs; run++)
+						       json_object_new_string(p->modes[m].cmd));
+			for (int run = 0; run < p->o->runs; run++)
 				json_object_array_add(
-				    runs, jrun(&cr->res[run * o->nmodes + m], cr->baseline[run]));
+				    runs, jrun(&cr->res[run * p->nmodes + m], cr->baseline[run]));
 			json_object_object_add(jm, "runs", runs);
 			json_object_array_add(modes, jm);
 		}
@@ -359,37 +359,37 @@ int oracle_write_json(const char *path, const struct oracle_opts *o, const struc
 	return 0;
 }
 
-int oracle_check(FILE *f, const struct oracle_opts *o, struct oracle_case_result *crs, int ncases)
+int oracle_check(FILE *f, const struct oracle_plan *p, struct oracle_case_result *crs, int ncases)
 {
 	int broken = 0;
 
 	for (int ci = 0; ci < ncases; ci++) {
-		for (int m = 0; m < o->nmodes; m++) {
+		for (int m = 0; m < p->nmodes; m++) {
 			struct oracle_agg e, i, x;
 
-			gather(o, &crs[ci], m, F(errors_pct), &e);
-			gather(o, &crs[ci], m, F(impossible_pct), &i);
-			gather(o, &crs[ci], m, F(tvd_excess), &x);
-			if (e.n && e.mean > o->max_errors) {
+			gather(p, &crs[ci], m, F(errors_pct), &e);
+			gather(p, &crs[ci], m, F(impossible_pct), &i);
+			gather(p, &crs[ci], m, F(tvd_excess), &x);
+			if (e.n && e.mean > p->o->max_errors) {
 				fprintf(f, "check: %s %s: errors%% %.2f > %.2f\n", crs[ci].c->name,
-					o->modes[m].name, e.mean, o->max_errors);
+					p->modes[m].name, e.mean, p->o->max_errors);
 				broken++;
 			}
-			if (i.n && i.mean > o->max_impossible) {
+			if (i.n && i.mean > p->o->max_impossible) {
 				fprintf(f, "check: %s %s: impossible%% %.2f > %.2f\n",
-					crs[ci].c->name, o->modes[m].name, i.mean,
-					o->max_impossible);
+					crs[ci].c->name, p->modes[m].name, i.mean,
+					p->o->max_impossible);
 				broken++;
 			}
-			if (m != o->ref && x.n && x.mean > o->max_tvd_excess) {
+			if (m != p->ref && x.n && x.mean > p->o->max_tvd_excess) {
 				fprintf(f, "check: %s %s: tvd_excess %.3f > %.3f\n",
-					crs[ci].c->name, o->modes[m].name, x.mean,
-					o->max_tvd_excess);
+					crs[ci].c->name, p->modes[m].name, x.mean,
+					p->o->max_tvd_excess);
 				broken++;
 			}
-			if (m != o->ref && !x.n) {
+			if (m != p->ref && !x.n) {
 				fprintf(f, "check: %s %s: no tvd_excess (no possible stacks)\n",
-					crs[ci].c->name, o->modes[m].name);
+					crs[ci].c->name, p->modes[m].name);
 				broken++;
 			}
 		}

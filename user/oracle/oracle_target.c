@@ -24,6 +24,7 @@
 
 #include "oracle_run.h"
 #include "py_offsets.h"
+#include "signals.h"
 
 /* snprintf for paths: a cut path is an error (ENAMETOOLONG), never a file
  * name we silently did not mean. */
@@ -346,7 +347,7 @@ static const char *inside(const struct oracle_python *py, const char *host)
 }
 
 int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
-			const struct oracle_python *py, const struct oracle_opts *o, struct diag *d)
+			const struct oracle_python *py, const struct oracle_plan *p, struct diag *d)
 {
 	char tmpl[PATH_MAX], script[PATH_MAX], oracle_py[PATH_MAX], env_p[PATH_MAX + 32],
 	    env_t[PATH_MAX + 32], env_pp[PATH_MAX + 32];
@@ -360,6 +361,8 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 		return diag_errno(d, errno, "cannot create a directory like %s", tmpl);
 	chmod(tmpl, 0755);
 	snprintf(t->tmpdir, sizeof(t->tmpdir), "%s", tmpl);
+	/* A signal that ends us kills the target and removes the directory. */
+	signals_track_path(t->tmpdir, 1);
 	(void)fmt_path(t->progress_path, sizeof(t->progress_path), "%s/progress", tmpl);
 	(void)fmt_path(t->truth_path, sizeof(t->truth_path), "%s/truth.json", tmpl);
 	(void)fmt_path(t->log_path, sizeof(t->log_path), "%s/log", tmpl);
@@ -399,6 +402,8 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 	t->pid = fork();
 	if (t->pid < 0)
 		return diag_errno(d, errno, "fork");
+	if (t->pid > 0)
+		signals_track_child(t->pid);
 	if (!t->pid) {
 		char *argv[] = {(char *)py->python, (char *)inside(py, script), NULL};
 		char *envp[] = {env_p,
@@ -411,14 +416,15 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 		int log = open(t->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int null = open("/dev/null", O_RDONLY);
 
+		signals_child_reset();
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);
-		if (o->pinned) {
+		if (p->pinned) {
 			cpu_set_t set;
 
 			CPU_ZERO(&set);
-			CPU_SET(o->cpu_target, &set);
+			CPU_SET(p->cpu_target, &set);
 			sched_setaffinity(0, sizeof(set), &set);
 		}
 		dup2(null, 0);
@@ -468,6 +474,7 @@ int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct dia
 			return 0;
 		if (waitpid(t->pid, &st, WNOHANG) == t->pid) {
 			t->exited = 1;
+			signals_untrack_child(t->pid); /* its pid may be reused */
 			t->status = st;
 			read_log(t, log, sizeof(log));
 			return diag_set(d, EXIT_FAIL, "the snippet exited before its loop ran: %s",
@@ -506,6 +513,8 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 		}
 		t->exited = 1;
 	}
+	if (t->pid > 0)
+		signals_untrack_child(t->pid);
 	if (truth && t->truth_path[0] && !access(t->truth_path, R_OK)) {
 		*truth = keydist_new();
 		if (*truth && keydist_load_truth(*truth, t->truth_path, &d)) {
@@ -540,6 +549,7 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 		if (dp)
 			closedir(dp);
 		rmdir(t->tmpdir);
+		signals_untrack_path(t->tmpdir);
 		t->tmpdir[0] = 0;
 	}
 }

@@ -6,6 +6,7 @@
  * /etc/shadow, and an existing profile must not be lost to a typo.
  */
 #include "profile.h"
+#include "signals.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,6 +119,7 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 		return path_error(d, err, "cannot create", path);
 	}
 	of->force = force;
+	signals_track_path(of->tmp, 0); /* a signal that ends us removes it */
 	return 0;
 }
 
@@ -127,6 +129,7 @@ void out_file_abort(struct out_file *of)
 		fclose(of->f);
 	if (of->tmp)
 		unlink(of->tmp);
+	signals_untrack_path(of->tmp);
 	free(of->tmp);
 	free(of->path);
 	memset(of, 0, sizeof(*of));
@@ -177,6 +180,7 @@ int out_file_commit(struct out_file *of, struct diag *d)
 		unlink(of->tmp);
 	}
 done:
+	signals_untrack_path(of->tmp);
 	free(of->tmp);
 	free(of->path);
 	memset(of, 0, sizeof(*of));

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "diag.h"
 #include "profile.h"
+#include "signals.h"
 #include "record_targets.h"
 #include "stack_reader.h"
 
@@ -214,14 +215,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 struct rec_ctx {
 	struct record_opts *o;
 	struct target_set *ts;
@@ -397,7 +390,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	double next_snap = t0, deadline = o->duration > 0 ? t0 + o->duration : INFINITY;
 	struct diag d = {0};
 
-	while (!stop_requested) {
+	while (!signals_stop_requested()) {
 		double now = mono_s();
 		int wait_ms = POLL_MS;
 
@@ -454,13 +447,15 @@ int cmd_record(int argc, char **argv)
 	struct rec_ctx c = {.o = &o, .ts = &ts};
 	struct profile_out_opts po = {0};
 	struct out_file of = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
 	struct diag d = {0};
 	const char *format;
 	int ret = EXIT_OK;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
+	/* Until sampling starts a signal ends us, removing the temp output. */
+	if (signals_install(&d))
+		return diag_report(&d);
 	format = o.format ? o.format : o.output ? profile_format_from_path(o.output) : "collapsed";
 	if (!format) {
 		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f\n",
@@ -515,9 +510,8 @@ int cmd_record(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* From here on INT, TERM and HUP end the run and keep what it got. */
+	signals_set_graceful(1);
 	if (!strcmp(format, "raw"))
 		c.raw = o.output ? of.f : stdout;
 	ret = record_loop(&c, s);

@@ -28,6 +28,10 @@
  */
 #include "ptrace_stop.h"
 
+#include "monotime.h"
+#include "privilege.h"
+#include "signals.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -55,14 +59,6 @@ enum {
 #define OPTS_THREAD PTRACE_O_TRACECLONE
 #define OPTS_LEADER (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT)
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The registry of live stoppers, for the signal handler. Slots are claimed
  * and cleared with atomics; the owner tid sits next to the pointer so a
@@ -74,22 +70,7 @@ static _Atomic(struct stopper *) registry[REGISTRY_SLOTS];
 static _Atomic pid_t registry_owner[REGISTRY_SLOTS];
 
 /* Code that reallocates or frees what the handler reads runs with the
- * handled signals blocked in this thread. */
-static void block_fatal(sigset_t *old)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, old);
-}
-
-static void unblock_fatal(const sigset_t *old)
-{
-	pthread_sigmask(SIG_SETMASK, old, NULL);
-}
+ * handled signals blocked in this thread (signals_block). */
 
 static int registry_add(struct stopper *s)
 {
@@ -129,13 +110,13 @@ static int add_thread(struct stopper *s, pid_t tid, int state, struct diag *d)
 		struct stopper_thread *t;
 		sigset_t old;
 
-		block_fatal(&old);
+		signals_block(&old);
 		t = realloc(s->threads, (size_t)cap * sizeof(*t));
 		if (t) {
 			s->threads = t;
 			s->cap = cap;
 		}
-		unblock_fatal(&old);
+		signals_restore(&old);
 		if (!t)
 			return diag_errno(d, ENOMEM, "pid %d: thread table of %d", s->pid, cap);
 	}
@@ -189,20 +170,7 @@ static int thread_dead(pid_t pid, pid_t tid)
 
 static int has_cap_sys_ptrace(void)
 {
-	char line[256];
-	int yes = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "CapEff:", 7)) {
-			yes = (strtoull(line + 7, NULL, 16) >> 19) & 1; /* CAP_SYS_PTRACE */
-			break;
-		}
-	}
-	fclose(f);
-	return yes;
+	return (priv_caps_effective() >> PRIV_CAP_SYS_PTRACE) & 1;
 }
 
 /* EPERM from PTRACE_SEIZE has three usual causes; the user needs to know
@@ -247,12 +215,18 @@ static int seize_eperm(struct stopper *s, pid_t tid, long tracer, struct diag *d
 			 "attaching to a non-child only with CAP_SYS_PTRACE (run as root, or "
 			 "sysctl kernel.yama.ptrace_scope=0)",
 			 s->pid, tid, yama);
-	} else {
+	} else if (!has_cap_sys_ptrace()) {
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: Operation not permitted (needs "
 			 "CAP_SYS_PTRACE: run as root; in a container add --cap-add SYS_PTRACE "
 			 "and a seccomp profile allowing ptrace)",
 			 s->pid, tid);
+	} else {
+		char why[300];
+
+		priv_explain(why, sizeof(why));
+		diag_set(d, EXIT_PERMISSION, "pid %d: cannot trace thread %d: %s %s", s->pid, tid,
+			 strerror(EPERM), why);
 	}
 	d->sys_errno = EPERM;
 	return -1;
@@ -333,6 +307,9 @@ int stopper_attach(struct stopper *s, pid_t pid, struct diag *d)
 	if (registry_add(s))
 		return diag_set(d, EXIT_FAIL, "pid %d: more than %d stoppers at once", pid,
 				REGISTRY_SLOTS);
+	/* Any signal that stops or ends bpfpy lets the target go first
+	 * (effective once the command ran signals_install). */
+	signals_set_release_hook(stopper_emergency_release);
 	/* Threads may be born while we list; TRACECLONE catches those created by
 	 * seized threads, the next pass catches the rest. */
 	do {
@@ -409,27 +386,64 @@ static int absorb(struct stopper *s, int i, int status, struct diag *d)
 	return 0;
 }
 
-/* Blocking wait for thread i's stop or exit. */
-static int wait_thread(struct stopper *s, int i, struct diag *d)
+/*
+ * Wait for thread i's stop or exit until deadline (CLOCK_MONOTONIC ns): 1 if
+ * it came (or the thread is gone), 0 if the deadline passed first, -1 on
+ * error. A thread can fail to stop for good: one in posix_spawn waits for its
+ * vfork child in TASK_KILLABLE, which a PTRACE_INTERRUPT does not wake, and
+ * the child may block forever (opening a FIFO nobody writes). So the wait is
+ * never blocking: the kernel sends the tracer SIGCHLD at each stop, which the
+ * caller has blocked, and sigtimedwait sleeps until one comes. The slice is
+ * capped so that a SIGCHLD taken by someone else costs a few ms, not a hang.
+ * After the deadline a thread gets one WNOHANG look, so those that stopped
+ * meanwhile are still collected without waiting.
+ */
+#define WAIT_SLICE_NS 10000000ull
+
+static int wait_thread(struct stopper *s, int i, uint64_t deadline, const sigset_t *chld,
+		       struct diag *d)
 {
 	pid_t tid = s->threads[i].tid;
 	int status;
 
 	for (;;) {
-		pid_t r = waitpid(tid, &status, __WALL);
+		pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+		uint64_t now, left;
+		struct timespec ts;
 
 		if (r == tid)
-			return absorb(s, i, status, d);
+			return absorb(s, i, status, d) ? -1 : 1;
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == ECHILD) {
 			/* Reaped elsewhere or no longer ours (exec took its tid). */
 			s->threads[i].state = T_GONE;
 			s->threads_dropped++;
-			return 0;
+			return 1;
 		}
-		return diag_errno(d, errno, "pid %d: waitpid of thread %d", s->pid, tid);
+		if (r < 0)
+			return diag_errno(d, errno, "pid %d: waitpid of thread %d", s->pid, tid);
+		if (s->released)
+			return 1; /* a signal handler let everything go */
+		now = mono_ns();
+		if (now >= deadline)
+			return 0;
+		left = deadline - now < WAIT_SLICE_NS ? deadline - now : WAIT_SLICE_NS;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)left;
+		sigtimedwait(chld, NULL, &ts);
 	}
+}
+
+/* What went wrong when a signal handler released the target under us. */
+static int released_error(struct stopper *s, struct diag *d)
+{
+	int sig = signals_released();
+
+	return diag_set(d, EXIT_FAIL,
+			"pid %d: bpfpy got SIG%s while holding the target, so it resumed the "
+			"target first; what was being read is no snapshot -- run again",
+			s->pid, sig ? sigabbrev_np(sig) : "?");
 }
 
 /* Drops reaped threads and puts the sample threads first, so that callers
@@ -442,7 +456,7 @@ static void compact(struct stopper *s)
 	int j = 0, k = 0;
 	sigset_t old;
 
-	block_fatal(&old);
+	signals_block(&old);
 	for (int i = 0; i < s->nthreads; i++)
 		if (t[i].state != T_GONE)
 			t[k++] = t[i];
@@ -455,7 +469,7 @@ static void compact(struct stopper *s)
 		}
 	}
 	s->nstopped = j;
-	unblock_fatal(&old);
+	signals_restore(&old);
 }
 
 /* Continues a thread from its exit stop; it cannot run user code again. */
@@ -489,13 +503,18 @@ static void reap_leader(struct stopper *s)
 
 int stopper_stop(struct stopper *s, struct diag *d)
 {
-	int i;
+	sigset_t chld, old;
+	uint64_t deadline;
+	int i, r;
 
 	if (s->stopped)
 		return 0;
-	if (s->released || !s->threads)
+	if (s->released)
+		return released_error(s, d);
+	if (!s->threads)
 		return diag_set(d, EXIT_NO_PROCESS, "pid %d: not attached", s->pid);
-	s->stop_begin_ns = now_ns();
+	s->stop_begin_ns = mono_ns();
+	s->nstuck = 0;
 
 	/* Phase 1: collect stops already reported, interrupt the rest. The
 	 * bound is re-read: clone events append threads as we go. */
@@ -535,32 +554,87 @@ int stopper_stop(struct stopper *s, struct diag *d)
 
 	/* Phase 2: wait, group leader last (see the top of the file). A clone
 	 * event appends a T_NEW thread; the bound is re-read, and after the
-	 * leader's wait the scan starts over for what it may have created. */
+	 * leader's wait the scan starts over for what it may have created.
+	 * One deadline for the whole stop: a thread that misses it is marked
+	 * stuck and skipped, the others are still collected. */
+	deadline =
+	    s->stop_begin_ns +
+	    (uint64_t)(s->deadline_ms > 0 ? s->deadline_ms : STOPPER_DEADLINE_MS) * 1000000ull;
+	for (i = 0; i < s->nthreads; i++)
+		s->threads[i].stuck = 0;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
 again:
-	for (i = 0; i < s->nthreads; i++) {
+	for (i = 0; i < s->nthreads && !s->released; i++) {
 		struct stopper_thread *t = &s->threads[i];
 
 		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid != s->pid &&
-		    wait_thread(s, i, d))
-			return -1;
+		    !t->stuck) {
+			r = wait_thread(s, i, deadline, &chld, d);
+			if (r < 0)
+				goto fail;
+			s->threads[i].stuck = !r;
+		}
 	}
-	for (i = 0; i < s->nthreads; i++) {
+	for (i = 0; i < s->nthreads && !s->released; i++) {
 		struct stopper_thread *t = &s->threads[i];
 
-		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid == s->pid) {
-			if (wait_thread(s, i, d))
-				return -1;
+		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid == s->pid &&
+		    !t->stuck) {
+			r = wait_thread(s, i, deadline, &chld, d);
+			if (r < 0)
+				goto fail;
+			s->threads[i].stuck = !r;
 			goto again;
 		}
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (s->released)
+		return released_error(s, d);
 	compact(s);
+	for (i = 0; i < s->nthreads; i++)
+		s->nstuck += s->threads[i].stuck;
+	if (s->nstuck && (!s->partial_ok || s->nstopped == 0)) {
+		/* The rest go back to work at once; the stuck ones stay
+		 * interrupted and are collected by a later stop, or detached by
+		 * the kernel when we exit. */
+		pid_t tid = stopper_stuck_tid(s, 0);
+
+		s->stopped = 1;
+		stopper_resume(s, NULL);
+		return diag_set(d, EXIT_FAIL,
+				"pid %d: thread %d did not stop within %d ms (in vfork? a thread "
+				"in posix_spawn waits for its child and cannot be stopped "
+				"until the child execs); %d other thread%s resumed -- "
+				"dump --nonblocking reads without stopping",
+				s->pid, tid,
+				s->deadline_ms > 0 ? s->deadline_ms : STOPPER_DEADLINE_MS,
+				s->nstopped, s->nstopped == 1 ? "" : "s");
+	}
 	if (s->nstopped == 0) {
 		reap_leader(s);
 		return diag_set(d, EXIT_NO_PROCESS, "pid %d exited", s->pid);
 	}
 	s->stopped = 1;
 	s->nstops++;
-	s->last_stop_latency_ns = now_ns() - s->stop_begin_ns;
+	s->last_stop_latency_ns = mono_ns() - s->stop_begin_ns;
+	return 0;
+fail:
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -1;
+}
+
+int stopper_stuck_count(const struct stopper *s)
+{
+	return s->nstuck;
+}
+
+pid_t stopper_stuck_tid(const struct stopper *s, int i)
+{
+	for (int k = 0; k < s->nthreads; k++)
+		if (s->threads[k].stuck && i-- == 0)
+			return s->threads[k].tid;
 	return 0;
 }
 
@@ -603,7 +677,7 @@ int stopper_resume(struct stopper *s, struct diag *d)
 		t->group_stop = 0;
 	}
 	s->stopped = 0;
-	s->last_stopped_ns = now_ns() - s->stop_begin_ns;
+	s->last_stopped_ns = mono_ns() - s->stop_begin_ns;
 	if (err)
 		return diag_errno(d, err, "pid %d: PTRACE_CONT of thread %d", s->pid, err_tid);
 	return 0;
@@ -613,6 +687,9 @@ void stopper_detach(struct stopper *s)
 {
 	sigset_t old;
 
+	/* Partial: a thread that cannot be stopped must not keep the others
+	 * attached. */
+	s->partial_ok = 1;
 	if (!s->released && s->threads && stopper_stop(s, NULL) == 0) {
 		for (int i = 0; i < s->nthreads; i++) {
 			struct stopper_thread *t = &s->threads[i];
@@ -625,13 +702,13 @@ void stopper_detach(struct stopper *s)
 			       (void *)(long)(t->group_stop ? 0 : t->pending_sig));
 		}
 	}
-	block_fatal(&old);
+	signals_block(&old);
 	registry_remove(s);
 	free(s->threads);
 	s->threads = NULL;
 	s->nthreads = s->cap = s->nstopped = 0;
 	s->stopped = 0;
-	unblock_fatal(&old);
+	signals_restore(&old);
 }
 
 int stopper_count(const struct stopper *s)
@@ -733,32 +810,6 @@ void stopper_emergency_release(void)
 	errno = saved;
 }
 
-static void on_fatal_signal(int sig)
-{
-	struct sigaction dfl;
-
-	stopper_emergency_release();
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigaction(sig, &dfl, NULL);
-	/* Blocked while we run; delivered with the default action on return. */
-	raise(sig);
-}
-
-int stopper_install_signal_handlers(struct diag *d)
-{
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_fatal_signal;
-	sigfillset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (sigaction(sigs[i], &sa, NULL))
-			return diag_errno(d, errno, "sigaction(%s)", strsignal(sigs[i]));
-	return 0;
-}
-
 int stopper_with_stopped(pid_t pid, int (*fn)(void *arg, struct stopper *s), void *arg,
 			 struct diag *d)
 {
@@ -767,11 +818,23 @@ int stopper_with_stopped(pid_t pid, int (*fn)(void *arg, struct stopper *s), voi
 
 	if (stopper_attach(&s, pid, d))
 		return -1;
+	/* A dump of the threads that stopped is worth more than none: the
+	 * stuck one is named, and its stack is read while it waits. */
+	s.partial_ok = 1;
 	if (stopper_stop(&s, d)) {
 		stopper_detach(&s);
 		return -1;
 	}
+	for (int i = 0; i < stopper_stuck_count(&s); i++)
+		fprintf(stderr,
+			"bpfpy: pid %d: thread %d did not stop within %d ms (in vfork?): its stack "
+			"is read while it waits in the kernel\n",
+			pid, stopper_stuck_tid(&s, i), STOPPER_DEADLINE_MS);
 	rc = fn(arg, &s);
+	if (s.released) {
+		stopper_detach(&s);
+		return released_error(&s, d);
+	}
 	stopper_detach(&s); /* resumes and re-injects pending signals too */
 	return rc;
 }

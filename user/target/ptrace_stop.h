@@ -34,7 +34,13 @@ struct stopper_thread {
 	int pending_sig; /* signal to re-inject on resume, 0 if none */
 	int group_stop;	 /* stopped by SIGSTOP & co: resume with PTRACE_LISTEN */
 	int exiting;	 /* in its exit stop (the leader only) */
+	int stuck;	 /* missed the last stop's deadline */
 };
+
+/* How long a stop may take before the threads still running are declared
+ * stuck (see wait_thread in ptrace_stop.c). Generous: 500 threads stop in a
+ * few ms, but the host may be loaded. */
+#define STOPPER_DEADLINE_MS 1000
 
 struct stopper {
 	pid_t pid;    /* the target's thread-group id */
@@ -42,7 +48,10 @@ struct stopper {
 	int stopped;  /* between a successful stopper_stop and stopper_resume */
 	int released; /* stopper_emergency_release already let go of everything */
 	int nthreads, cap;
-	int nstopped; /* threads[0, nstopped) are stopped; a dead leader may follow */
+	int nstopped;	 /* threads[0, nstopped) are stopped; a dead leader may follow */
+	int nstuck;	 /* threads that missed the last stop's deadline */
+	int deadline_ms; /* 0: STOPPER_DEADLINE_MS */
+	int partial_ok;	 /* a stop that leaves stuck threads succeeds (set by caller) */
 	struct stopper_thread *threads;
 
 	/* CLOCK_MONOTONIC, ns. stop_begin_ns is taken before the first
@@ -68,8 +77,19 @@ int stopper_attach(struct stopper *s, pid_t pid, struct diag *d);
 
 /* Interrupt every seized thread and wait until each is in a ptrace stop,
  * taking in threads created meanwhile and dropping those that exited.
- * -1 with EXIT_NO_PROCESS when the whole process has gone. No-op if stopped. */
+ * -1 with EXIT_NO_PROCESS when the whole process has gone. No-op if stopped.
+ * Bounded: a thread not stopped within the deadline is stuck; then, unless
+ * partial_ok is set and some thread did stop, every stopped thread is resumed
+ * and -1 comes back with EXIT_FAIL naming the stuck tid. -1 with EXIT_FAIL
+ * too once a signal handler released the target (signals.h). */
 int stopper_stop(struct stopper *s, struct diag *d);
+
+/* After a partial stop: the threads that missed the deadline. Such a thread
+ * cannot be detached (PTRACE_DETACH needs a stopped tracee): it stays seized,
+ * its interrupt pending, until a later stop collects it or we exit and the
+ * kernel detaches it; if the target dies meanwhile, its zombie waits for us. */
+int stopper_stuck_count(const struct stopper *s);
+pid_t stopper_stuck_tid(const struct stopper *s, int i);
 
 /* Continue every stopped thread, re-injecting the signal it stopped on. */
 int stopper_resume(struct stopper *s, struct diag *d);
@@ -91,15 +111,14 @@ int stopper_thread_fsbase(struct stopper *s, int i, uint64_t *fsbase, struct dia
 int stopper_thread_regs(struct stopper *s, int i, struct user_regs_struct *regs, struct diag *d);
 
 /* Async-signal-safe: detach every live stopper owned by the calling thread,
- * stopped or not, re-injecting pending signals. Only syscalls are made. */
+ * stopped or not, re-injecting pending signals. Only syscalls are made.
+ * stopper_attach makes it the release hook of signals.h. */
 void stopper_emergency_release(void);
 
-/* SIGINT, SIGTERM and SIGHUP: emergency release, then die of the signal as
- * if no handler had been installed. */
-int stopper_install_signal_handlers(struct diag *d);
-
 /* For `bpfpy dump`: attach, stop, fn(arg, s), resume, detach -- cleaning up
- * on every path. Returns fn's result, or -1 with d set if stopping failed. */
+ * on every path. Returns fn's result, or -1 with d set if stopping failed or
+ * a signal released the target meanwhile. A partial stop is accepted: each
+ * stuck thread is named on stderr and fn runs with the others stopped. */
 int stopper_with_stopped(pid_t pid, int (*fn)(void *arg, struct stopper *s), void *arg,
 			 struct diag *d);
 

@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "diag.h"
 #include "profile.h"
+#include "signals.h"
 #include "py_process.h"
 #include "record_targets.h" /* proc_starttime */
 #include "trace_model.h"
@@ -210,14 +211,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	if (level == LIBBPF_DEBUG)
@@ -381,7 +374,7 @@ static int trace_loop(struct tctx *c, struct tracer_bpf *skel, struct ring_buffe
 	uint64_t detached_at = 0;
 	struct diag d = {0};
 
-	while (!stop_requested && now < deadline) {
+	while (!signals_stop_requested() && now < deadline) {
 		if (ring_buffer__consume(rb) == 0)
 			usleep(POLL_MS * 1000);
 		now = mono_ns();
@@ -525,13 +518,14 @@ int cmd_trace(int argc, char **argv)
 	struct py_process proc;
 	struct tracer_bpf *skel = NULL;
 	struct ring_buffer *rb = NULL;
-	struct sigaction sa = {.sa_handler = on_signal};
 	struct tctx c = {.o = &o, .td = &td, .proc = &proc};
 	struct diag d = {0};
 	int ret = EXIT_OK;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
+	if (signals_install(&d))
+		return diag_report(&d);
 	libbpf_set_print(o.verbose ? libbpf_print : libbpf_quiet);
 	if (py_process_open(&proc, o.pid, o.max_depth, &d))
 		return diag_report(&d);
@@ -572,9 +566,8 @@ int cmd_trace(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* From here on INT, TERM and HUP end the run and keep what it got. */
+	signals_set_graceful(1);
 	td.t0_ns = mono_ns();
 	if (trace_probes_attach(&td, skel->progs.trace_usdt, skel->progs.trace_uprobe,
 				skel->progs.trace_uretprobe, &d)) {
