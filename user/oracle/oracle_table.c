@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "oracle_run.h"
+#include "text_escape.h"
 
 #define NCOLS 17
 
@@ -238,8 +239,12 @@ void oracle_print_case(FILE *f, const struct oracle_opts *o, const struct oracle
 	for (int run = 0; run < o->runs; run++)
 		for (int m = 0; m < o->nmodes; m++)
 			if (cr->res[run * o->nmodes + m].note[0])
+			{
+				char en[1024];
+
 				fprintf(f, "note: %s run %d: %s\n", o->modes[m].name, run,
-					cr->res[run * o->nmodes + m].note);
+					text_esc(cr->res[run * o->nmodes + m].note, en, sizeof(en)));
+			}
 }
 
 static json_object *jnum(double x)

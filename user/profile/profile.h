@@ -157,8 +157,9 @@ static inline uint32_t profile_frame_key(const struct profile *p, uint32_t frame
 /* The label of a key from profile_frame_key(): "qualname (file:line)", or
  * "qualname (file)" under no_lines, or just the name for a frame without a
  * file (such as PROFILE_TRUNCATED_NAME), into buf.
- * Characters that would break line formats (';', newlines, controls) are
- * replaced when sanitize is set. Returns buf. */
+ * With sanitize, the label goes through the one folded-key sanitizer
+ * (text_escape with TEXT_FOLDED: ';' becomes ':', controls \xNN), so it
+ * is one field of one line. Returns buf. */
 char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, int sanitize,
 			  char *buf, size_t len);
 

@@ -24,6 +24,7 @@
 #include "profile.h"
 #include "record_targets.h"
 #include "stack_reader.h"
+#include "text_escape.h"
 
 #define MAX_PIDS 256
 /* How often the ring buffer is drained and new processes are looked for. */
@@ -333,8 +334,11 @@ static void print_target_rows(const struct target_set *ts)
 			more_errors += t->errors;
 			continue;
 		}
+		char ec[64], ev[64];
+
 		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
-			t->pid, t->comm, t->version, (unsigned long long)t->samples,
+			t->pid, text_esc(t->comm, ec, sizeof(ec)),
+			text_esc(t->version, ev, sizeof(ev)), (unsigned long long)t->samples,
 			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
 			t->exited == TARGET_EXECED ? " (exec'd)"
 			: t->exited		   ? " (exited)"

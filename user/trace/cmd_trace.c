@@ -29,6 +29,7 @@
 #include "profile.h"
 #include "py_process.h"
 #include "record_targets.h" /* proc_starttime */
+#include "text_escape.h"
 #include "trace_model.h"
 #include "trace_probes.h"
 
@@ -241,20 +242,16 @@ struct tctx {
 	size_t buflen;
 };
 
-/* Frame labels go into ';'-joined lines: keep them one field each. */
+/* Frame labels go into ';'-joined lines: keep them one field each, with
+ * the one folded-key sanitizer. */
 static void put_label(char **p, char *end, const char *name, const char *file, int line)
 {
-	int n = snprintf(*p, (size_t)(end - *p), "%s (%s:%d)", name, file, line);
-	char *s = *p;
+	char raw[1024];
+	size_t n;
 
-	if (n < 0)
-		return;
-	if (n >= end - *p)
-		n = (int)(end - *p) - 1;
-	for (int i = 0; i < n; i++)
-		if (s[i] == ';' || s[i] == '\n' || s[i] == '\r')
-			s[i] = '_';
-	*p += n;
+	snprintf(raw, sizeof(raw), "%s (%s:%d)", name, file, line);
+	n = text_escape(*p, (size_t)(end - *p), raw, TEXT_FOLDED);
+	*p += n < (size_t)(end - *p) ? n : strlen(*p);
 }
 
 static uint32_t decode_arg(struct tctx *c, const struct trace_probe *tp, int i, uint64_t v)

@@ -11,6 +11,7 @@
 
 #include "diag.h"
 #include "bpfpy.h"
+#include "text_escape.h"
 #include "trace_model.h"
 
 static int cmp_u64(const void *a, const void *b)
@@ -55,7 +56,7 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 {
 	uint32_t *ix = malloc((td->nlocs + 1) * sizeof(*ix));
 	uint64_t hits = 0, emitted = 0;
-	char buf[64];
+	char buf[64], ename[64], ever[64];
 
 	if (!ix)
 		return diag_errno(d, ENOMEM, "summary");
@@ -69,7 +70,7 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 	sort_td = td;
 	qsort(ix, td->nlocs, sizeof(*ix), cmp_loc_hits);
 	fprintf(f, "bpfpy trace: pid %d (%s), CPython %s, %.2f s, threshold %u%s\n", td->pid,
-		td->comm, td->version, (td->t1_ns - td->t0_ns) / 1e9, td->threshold,
+		text_esc(td->comm, ename, sizeof(ename)), text_esc(td->version, ever, sizeof(ever)), (td->t1_ns - td->t0_ns) / 1e9, td->threshold,
 		td->threshold ? "" : " (full tracing)");
 	fprintf(f,
 		"hits %llu, emitted %llu, events kept %zu, lost %llu, walk errors %llu, "
@@ -101,8 +102,10 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 		} else {
 			fprintf(f, "%8s %10s %10s %10s %10s  ", "-", "-", "-", "-", "-");
 		}
-		fprintf(f, "%s  %s\n", td->probes[l->probe_id].label,
-			loc_name(td, l, buf, sizeof(buf)));
+		/* The location names the target's code: escaped. */
+		fprintf(f, "%s  ", td->probes[l->probe_id].label);
+		text_put(f, loc_name(td, l, buf, sizeof(buf)));
+		fputc('\n', f);
 	}
 	if (td->nlocs > (uint32_t)top)
 		fprintf(f, "(%u more locations; --top N)\n", td->nlocs - (uint32_t)top);
