@@ -316,6 +316,7 @@ struct profile *profile_new(uint64_t period_ns, const char *clock)
 	p->period_ns = period_ns;
 	strcpy(p->clock, clock && !strcmp(clock, "wall") ? "wall" : "cpu");
 	p->max_ordered = PROFILE_MAX_ORDERED;
+	p->last_stack = UINT32_MAX;
 	/* Sample times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC; formats
 	 * that carry a date (pprof time_nanos) need the offset to the epoch. */
 	clock_gettime(CLOCK_REALTIME, &rt);
@@ -373,6 +374,7 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	if (sid == UINT32_MAX)
 		goto out;
 
+	p->last_stack = sid;
 	st = &p->stacks[sid];
 	if (!st->count || s->ts_ns < st->first_ns)
 		st->first_ns = s->ts_ns;
@@ -426,6 +428,15 @@ out:
 		errno = ENOMEM;
 	}
 	return rc;
+}
+
+void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n)
+{
+	if (stack >= p->nstacks)
+		return;
+	p->stacks[stack].count += n;
+	p->threads[p->stacks[stack].thread].count += n;
+	p->total += n;
 }
 
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
