@@ -23,50 +23,66 @@ static const char *esc(const char *s, int flags)
 	return buf;
 }
 
+struct pair {
+	const char *in, *out;
+};
+
+static void check_pairs(const struct pair *v, size_t n, int flags)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(esc(v[i].in, flags), v[i].out);
+}
+
+#define CHECK_PAIRS(v, flags) check_pairs(v, sizeof(v) / sizeof(v[0]), flags)
+
 static void controls(void **state)
 {
-	(void)state;
-	assert_string_equal(esc("plain name", 0), "plain name");
-	assert_string_equal(esc("a\x1b[2Jb", 0), "a\\x1b[2Jb");
-	assert_string_equal(esc("bel\a cr\r lf\n tab\t", 0), "bel\\x07 cr\\x0d lf\\x0a tab\\x09");
-	assert_string_equal(esc("del\x7f", 0), "del\\x7f");
-	assert_string_equal(esc("\x01\x1f", 0), "\\x01\\x1f");
-	/* OSC ... BEL, as a terminal title injection would send it. */
-	assert_string_equal(esc("\x1b]0;owned\a", 0), "\\x1b]0;owned\\x07");
-	/* C1 controls are well-formed UTF-8 but some terminals obey them. */
-	assert_string_equal(esc("csi\xc2\x9b"
-				"2J",
-				0),
-			    "csi\\xc2\\x9b2J");
-	assert_string_equal(esc("nbsp\xc2\xa0", 0), "nbsp\xc2\xa0");
-	assert_string_equal(esc("back\\slash", 0), "back\\\\slash");
-	assert_string_equal(esc(NULL, 0), "");
-	/* No raw control byte ever comes out. */
-	{
-		char all[256], out[1100];
+	static const struct pair v[] = {
+	    {"plain name", "plain name"},
+	    {"a\x1b[2Jb", "a\\x1b[2Jb"},
+	    {"bel\a cr\r lf\n tab\t", "bel\\x07 cr\\x0d lf\\x0a tab\\x09"},
+	    {"del\x7f", "del\\x7f"},
+	    {"\x01\x1f", "\\x01\\x1f"},
+	    /* OSC ... BEL, as a terminal title injection would send it. */
+	    {"\x1b]0;owned\a", "\\x1b]0;owned\\x07"},
+	    /* C1 controls are well-formed UTF-8 but some terminals obey them. */
+	    {"csi\xc2\x9b"
+	     "2J",
+	     "csi\\xc2\\x9b2J"},
+	    {"nbsp\xc2\xa0", "nbsp\xc2\xa0"},
+	    {"back\\slash", "back\\\\slash"},
+	    {NULL, ""},
+	};
+	char all[256], out[1100];
 
-		for (int i = 1; i < 256; i++)
-			all[i - 1] = (char)i;
-		all[255] = 0;
-		text_escape(out, sizeof(out), all, 0);
-		for (const char *p = out; *p; p++)
-			assert_false((unsigned char)*p < 0x20 || *p == 0x7f);
-	}
+	(void)state;
+	CHECK_PAIRS(v, 0);
+	/* No raw control byte ever comes out. */
+	for (int i = 1; i < 256; i++)
+		all[i - 1] = (char)i;
+	all[255] = 0;
+	text_escape(out, sizeof(out), all, 0);
+	for (const char *p = out; *p; p++)
+		assert_false((unsigned char)*p < 0x20 || *p == 0x7f);
 }
 
 static void utf8(void **state)
 {
+	static const struct pair v[] = {
+	    {"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x90\x8d",
+	     "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x90\x8d"},
+	    {"bad\xff\xfe", "bad\\xff\\xfe"},
+	    /* Truncated, overlong, surrogate, past U+10FFFF. */
+	    {"\xc3", "\\xc3"},
+	    {"\xe2\x82", "\\xe2\\x82"},
+	    {"\xc0\xaf", "\\xc0\\xaf"},
+	    {"\xe0\x80\xaf", "\\xe0\\x80\\xaf"},
+	    {"\xed\xa0\x80", "\\xed\\xa0\\x80"},
+	    {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"},
+	};
+
 	(void)state;
-	assert_string_equal(esc("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x90\x8d", 0),
-			    "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x90\x8d");
-	assert_string_equal(esc("bad\xff\xfe", 0), "bad\\xff\\xfe");
-	/* Truncated, overlong, surrogate, past U+10FFFF. */
-	assert_string_equal(esc("\xc3", 0), "\\xc3");
-	assert_string_equal(esc("\xe2\x82", 0), "\\xe2\\x82");
-	assert_string_equal(esc("\xc0\xaf", 0), "\\xc0\\xaf");
-	assert_string_equal(esc("\xe0\x80\xaf", 0), "\\xe0\\x80\\xaf");
-	assert_string_equal(esc("\xed\xa0\x80", 0), "\\xed\\xa0\\x80");
-	assert_string_equal(esc("\xf4\x90\x80\x80", 0), "\\xf4\\x90\\x80\\x80");
+	CHECK_PAIRS(v, 0);
 	assert_int_equal(utf8_seq_len("\xf0\x9f\x90\x8d"), 4);
 	assert_int_equal(utf8_seq_len("a"), 1);
 	assert_int_equal(utf8_seq_len("\x80"), 0);
@@ -74,13 +90,17 @@ static void utf8(void **state)
 
 static void folded(void **state)
 {
-	(void)state;
 	/* ';' separates frames: it becomes ':'. Spaces stay (folded readers
 	 * take the count after the last space). Newlines and controls are
 	 * escaped like everywhere else, so a key stays one line. */
-	assert_string_equal(esc("semi;colon (a.py:1)", TEXT_FOLDED), "semi:colon (a.py:1)");
-	assert_string_equal(esc("x\ny\rz\x1b", TEXT_FOLDED), "x\\x0ay\\x0dz\\x1b");
-	assert_string_equal(esc("a b\\c", TEXT_FOLDED), "a b\\\\c");
+	static const struct pair v[] = {
+	    {"semi;colon (a.py:1)", "semi:colon (a.py:1)"},
+	    {"x\ny\rz\x1b", "x\\x0ay\\x0dz\\x1b"},
+	    {"a b\\c", "a b\\\\c"},
+	};
+
+	(void)state;
+	CHECK_PAIRS(v, TEXT_FOLDED);
 	assert_string_equal(esc("semi;colon", 0), "semi;colon");
 }
 
