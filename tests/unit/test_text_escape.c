@@ -158,19 +158,28 @@ static void cuts(void **state)
 	assert_int_equal(text_escape(small, 1, "x", 0), 1);
 	assert_string_equal(small, "");
 	assert_int_equal(text_escape(NULL, 0, "xy", 0), 2);
-	/* text_put of a long string prints all of it, escaped. */
+	/* text_put prints a string of any length, escaped, and cuts its
+	 * escaped form at TEXT_PUT_MAX bytes, at a whole escape, with "…". */
 	{
 		char *big = malloc(5001), *out = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&out, &len);
 
-		memset(big, 'a', 5000);
-		big[4999] = '\n';
+		memset(big, 'a', 4000);
+		big[4000] = '\n';
+		big[4001] = 0;
+		text_put(f, big);
+		fflush(f);
+		assert_int_equal(len, 4000 + 4);
+		assert_string_equal(out + 4000, "\\x0a");
+		rewind(f);
+		memset(big, '\x1b', 5000);
 		big[5000] = 0;
 		text_put(f, big);
+		fflush(f);
+		assert_int_equal(len, TEXT_PUT_MAX + 3);
+		assert_string_equal(out + TEXT_PUT_MAX - 4, "\\x1b\xe2\x80\xa6");
 		fclose(f);
-		assert_int_equal(len, 4999 + 4);
-		assert_string_equal(out + 4999, "\\x0a");
 		free(out);
 		free(big);
 	}

@@ -89,11 +89,12 @@ const char *text_esc(const char *src, char *buf, size_t size)
 void text_put(FILE *f, const char *src)
 {
 	char buf[512];
+	size_t room = TEXT_PUT_MAX;
 
-	/* In chunks of whole characters, so any length prints. */
+	/* In chunks of whole characters; past the bound, a cut marked "…". */
 	for (const char *s = src ? src : ""; *s;) {
 		char chunk[64];
-		size_t k = 0;
+		size_t k = 0, need;
 
 		while (s[k] && k < sizeof(chunk) - 5) {
 			int len = utf8_seq_len(s + k);
@@ -102,8 +103,13 @@ void text_put(FILE *f, const char *src)
 		}
 		memcpy(chunk, s, k);
 		chunk[k] = 0;
-		text_escape(buf, sizeof(buf), chunk, 0);
+		need = text_escape(buf, room + 1 < sizeof(buf) ? room + 1 : sizeof(buf), chunk, 0);
 		fputs(buf, f);
+		if (need > room) {
+			fputs("\xe2\x80\xa6", f);
+			return;
+		}
+		room -= need;
 		s += k;
 	}
 }

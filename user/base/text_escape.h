@@ -42,7 +42,11 @@ size_t text_escape(char *dst, size_t size, const char *src, int flags);
 /* The escaped src in buf, for "%s" in printf-style calls. Returns buf. */
 const char *text_esc(const char *src, char *buf, size_t size);
 
-/* fputs of the escaped src, of any length. */
+/* fputs of the escaped src, at most TEXT_PUT_MAX bytes of it: past that the
+ * escaped text is cut at a whole character or escape and "…" follows, so a
+ * printed item stays bounded (names are read at most 4096 bytes long, but
+ * their escaped form can be four times longer). */
+#define TEXT_PUT_MAX 4096
 void text_put(FILE *f, const char *src);
 
 /* The inverse of text_escape without TEXT_FOLDED: "\\" and "\xNN" decoded.
