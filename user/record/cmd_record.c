@@ -478,8 +478,11 @@ int cmd_record(int argc, char **argv)
 		 : o.output ? profile_format_for_path(o.output)
 			    : profile_format_find("collapsed", 0);
 	if (!format) {
-		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f\n",
-			o.output);
+		char *known = profile_format_list(0, 1, 0);
+
+		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
+			o.output, known ? known : "");
+		free(known);
 		return EXIT_USAGE;
 	}
 	/* Refuse an unwritable or existing output before sampling anything. */
