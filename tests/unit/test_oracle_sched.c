@@ -109,7 +109,7 @@ static void key_is_leaf_first_name_line(void **state)
 			 (int)strlen("leaf_a:10;hot_a:12;main:18;<module>:24"));
 	assert_string_equal(buf, "leaf_a:10;hot_a:12;main:18;<module>:24");
 	oracle_key_build(odd, 2, buf, sizeof(buf));
-	assert_string_equal(buf, "we,ird:?;?:3");
+	assert_string_equal(buf, "we:ird:?;?:3");
 	assert_int_equal(oracle_key_build(f, 0, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "");
 	assert_int_equal(oracle_key_build(f, 4, small, sizeof(small)), -1);

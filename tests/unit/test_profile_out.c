@@ -621,8 +621,9 @@ static void test_clobber(void **state)
 	profile_free(p);
 }
 
-/* -o /dev/null (with or without --force) writes into the device; the old
- * temp-file-and-rename path replaced /dev/null with a regular file. */
+/* -o /dev/null: an existing device is refused without --force (issue 11
+ * row 6: FIFOs and devices were written in place unasked); with it, it is
+ * written into, never replaced by a regular file. */
 static void test_device_output(void **state)
 {
 	struct out_file of;
@@ -630,13 +631,107 @@ static void test_device_output(void **state)
 	struct stat st;
 
 	(void)state;
-	for (int force = 0; force < 2; force++) {
-		assert_int_equal(out_file_open(&of, "/dev/null", force, &d), 0);
-		assert_true(fprintf(of.f, "x 1\n") > 0);
+	assert_int_equal(out_file_open(&of, "/dev/null", 0, &d), -1);
+	assert_int_equal(d.code, EXIT_USAGE);
+	assert_non_null(strstr(d.msg, "as a device"));
+	assert_int_equal(out_file_open(&of, "/dev/null", 1, &d), 0);
+	assert_true(fprintf(of.f, "x 1\n") > 0);
+	assert_int_equal(out_file_commit(&of, &d), 0);
+	assert_int_equal(stat("/dev/null", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+}
+
+/* A FIFO: refused without --force; with it and no reader, refused at once
+ * (O_NONBLOCK: ENXIO) instead of hanging; with a reader, written in place. */
+static void test_fifo_output(void **state)
+{
+	struct out_file of;
+	struct diag d = {0};
+	char buf[64] = {0};
+	int rfd;
+
+	(void)state;
+	assert_int_equal(mkfifo(path_in("fifo"), 0600), 0);
+	assert_int_equal(out_file_open(&of, path_in("fifo"), 0, &d), -1);
+	assert_non_null(strstr(d.msg, "as a FIFO"));
+	assert_int_equal(out_file_open(&of, path_in("fifo"), 1, &d), -1);
+	assert_int_equal(d.code, EXIT_USAGE);
+	assert_non_null(strstr(d.msg, "no process reads"));
+	rfd = open(path_in("fifo"), O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	assert_int_equal(out_file_open(&of, path_in("fifo"), 1, &d), 0);
+	assert_true(fprintf(of.f, "x 1\n") > 0);
+	assert_int_equal(out_file_commit(&of, &d), 0);
+	assert_int_equal(read(rfd, buf, sizeof(buf) - 1), 4);
+	assert_string_equal(buf, "x 1\n");
+	close(rfd);
+	/* A symlink to /proc/self/fd/N with --force writes into fd N. */
+	{
+		int pfd[2];
+
+		assert_int_equal(pipe(pfd), 0);
+		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", pfd[1]);
+		assert_int_equal(symlink(buf, path_in("tofd")), 0);
+		assert_int_equal(out_file_open(&of, path_in("tofd"), 0, &d), -1);
+		assert_int_equal(out_file_open(&of, path_in("tofd"), 1, &d), 0);
+		fputs("y 2\n", of.f);
 		assert_int_equal(out_file_commit(&of, &d), 0);
-		assert_int_equal(stat("/dev/null", &st), 0);
-		assert_true(S_ISCHR(st.st_mode));
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(read(pfd[0], buf, sizeof(buf) - 1), 4);
+		assert_string_equal(buf, "y 2\n");
+		assert_true(access(path_in("tofd"), F_OK) == 0);
+		{
+			struct stat st;
+
+			assert_int_equal(lstat(path_in("tofd"), &st), 0);
+			assert_true(S_ISLNK(st.st_mode));
+		}
+		close(pfd[0]);
+		close(pfd[1]);
 	}
+}
+
+/* The one format table: names, aliases, extensions, writers. */
+static void test_format_table(void **state)
+{
+	const struct profile_format *f;
+	char *list;
+
+	(void)state;
+	f = profile_format_find("folded", 0);
+	assert_non_null(f);
+	assert_string_equal(f->name, "collapsed");
+	assert_ptr_equal(f, profile_format_find("collapsed", 0));
+	assert_ptr_equal(f->write, collapsed_write);
+	assert_ptr_equal(profile_format_find("pprof", 0)->write, pprof_write);
+	assert_null(profile_format_find("bogus", 0));
+	assert_null(profile_format_find(NULL, 0));
+	/* raw is a stream, speedscope needs the order: trace asks for
+	 * aggregate formats only. */
+	assert_null(profile_format_find("raw", PROFILE_FMT_AGGREGATE));
+	assert_null(profile_format_find("speedscope", PROFILE_FMT_AGGREGATE));
+	assert_non_null(profile_format_find("svg", PROFILE_FMT_AGGREGATE));
+	assert_ptr_equal(profile_format_for_path("x.FOLDED"), f);
+	list = profile_format_list(0, 0, 0);
+	assert_string_equal(list, "collapsed, speedscope, pprof, svg, raw");
+	free(list);
+	list = profile_format_list(PROFILE_FMT_AGGREGATE, 0, 0);
+	assert_string_equal(list, "collapsed, pprof, svg");
+	free(list);
+	list = profile_format_help("a " PROFILE_FORMATS_MARK " b", 0);
+	assert_non_null(strstr(list, "a collapsed (.folded, .collapsed, .txt: root first"));
+	assert_non_null(strstr(list, "raw (.raw: one line per sample"));
+	assert_non_null(strstr(list, ") b"));
+	free(list);
+	{
+		const char *t = "no mark";
+
+		assert_ptr_equal(profile_format_help(t, 0), t);
+	}
+	/* Every extension maps back to its own row. */
+	for (f = profile_formats; f->name; f++)
+		for (const char *const *e = f->extensions; *e; e++)
+			assert_ptr_equal(profile_format_for_path(*e), f);
 }
 
 static void test_format_from_path(void **state)
@@ -696,7 +791,8 @@ static void test_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_model),	  cmocka_unit_test(test_format_from_path),
+	    cmocka_unit_test(test_model),	  cmocka_unit_test(test_fifo_output),
+	    cmocka_unit_test(test_format_table),  cmocka_unit_test(test_format_from_path),
 	    cmocka_unit_test(test_folded),	  cmocka_unit_test(test_speedscope),
 	    cmocka_unit_test(test_pprof),	  cmocka_unit_test(test_svg),
 	    cmocka_unit_test(test_raw),		  cmocka_unit_test(test_clobber),

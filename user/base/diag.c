@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "diag.h"
 #include "privilege.h"
+#include "text_escape.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -77,6 +78,10 @@ void diag_prefix(struct diag *d, const char *fmt, ...)
 
 int diag_report(const struct diag *d)
 {
-	fprintf(stderr, "bpfpy: %s\n", d->msg[0] ? d->msg : "unknown error");
+	/* Messages quote paths and names a target chose: escaped, so they
+	 * cannot drive the terminal or forge a line. */
+	fputs("bpfpy: ", stderr);
+	text_put(stderr, d->msg[0] ? d->msg : "unknown error");
+	fputc('\n', stderr);
 	return d->code ? d->code : EXIT_FAIL;
 }

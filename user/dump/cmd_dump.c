@@ -21,6 +21,7 @@
 #include "py_process.h"
 #include "signals.h"
 #include "stack_reader.h"
+#include "text_escape.h"
 #include "walker_user.h"
 
 /* Threads shown at most; the count of the others is reported. */
@@ -194,8 +195,17 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 {
 	const struct py_process *p = c->p;
 
-	printf("Process %d (%s): CPython %s, %s%s%s\n", p->pid, p->comm, p->version, p->binary,
-	       p->bin.ns_note[0] ? ", " : "", p->bin.ns_note);
+	/* Every string here comes from the target: escaped, so that a name
+	 * cannot drive the terminal or forge a line (README "Output"). */
+	printf("Process %d (", p->pid);
+	text_put(stdout, p->comm);
+	printf("): CPython ");
+	text_put(stdout, p->version);
+	printf(", ");
+	text_put(stdout, p->binary);
+	printf("%s", p->bin.ns_note[0] ? ", " : "");
+	text_put(stdout, p->bin.ns_note);
+	printf("\n");
 	for (int i = 0; i < c->shown; i++) {
 		const struct dumped_thread *t = &c->threads[i];
 
@@ -219,10 +229,13 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 		for (uint32_t f = 0; f < t->ts->nframes; f++) {
 			const struct dumped_frame *fr = &t->frames[f];
 
+			printf("    ");
+			text_put(stdout, fr->name);
+			printf(" (");
+			text_put(stdout, fr->file);
 			if (fr->line >= 0)
-				printf("    %s (%s:%d)\n", fr->name, fr->file, fr->line);
-			else
-				printf("    %s (%s)\n", fr->name, fr->file);
+				printf(":%d", fr->line);
+			printf(")\n");
 		}
 		if (t->ts->flags & SAMPLE_TRUNCATED)
 			printf("    <truncated at %u frames: deeper frames not shown>\n",

@@ -8,6 +8,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
@@ -282,8 +283,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		/* Refused before the run rather than after minutes of it; the
 		 * oracle has no --force, so an existing page is never replaced. */
-		if (o->html && !access(o->html, F_OK))
+		if (o->html && !faccessat(AT_FDCWD, o->html, F_OK, AT_SYMLINK_NOFOLLOW))
 			argp_error(state, "--html: %s already exists (remove it first)", o->html);
+		if (o->json && !faccessat(AT_FDCWD, o->json, F_OK, AT_SYMLINK_NOFOLLOW))
+			argp_error(state, "--json: %s already exists (remove it first)", o->json);
 		if (o->no_pin && o->cpus_set)
 			argp_error(state, "--cpus and --no-pin contradict each other");
 		break;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "oracle_sched.h"
+#include "text_escape.h"
 
 double oracle_sched_uniform(uint64_t *state)
 {
@@ -61,6 +62,7 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
 	for (int i = 0; i < n && !cut; i++) {
 		const char *name = frames[i].name && *frames[i].name ? frames[i].name : "?";
 		char line[16];
+		size_t need;
 
 		if (frames[i].line > 0)
 			snprintf(line, sizeof(line), "%d", frames[i].line);
@@ -68,14 +70,15 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
 			strcpy(line, "?");
 		if (i && o + 1 < size)
 			buf[o++] = ';';
-		for (const char *p = name; *p; p++) {
-			if (o + 1 >= size) {
-				cut = 1;
-				break;
-			}
-			buf[o++] = *p == ';' ? ',' : *p;
+		/* The one folded-key sanitizer, as record's output uses. */
+		need = text_escape(buf + o, size - o, name, TEXT_FOLDED);
+		if (need >= size - o) {
+			o += strlen(buf + o);
+			cut = 1;
+			break;
 		}
-		if (!cut && o + 1 + strlen(line) < size) {
+		o += need;
+		if (o + 1 + strlen(line) < size) {
 			buf[o++] = ':';
 			memcpy(buf + o, line, strlen(line));
 			o += strlen(line);

@@ -13,6 +13,8 @@
 #include <json-c/json.h>
 
 #include "oracle_run.h"
+#include "profile.h"
+#include "text_escape.h"
 
 #define NCOLS 17
 
@@ -237,9 +239,13 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 	}
 	for (int run = 0; run < p->o->runs; run++)
 		for (int m = 0; m < p->nmodes; m++)
-			if (cr->res[run * p->nmodes + m].note[0])
-				fprintf(f, "note: %s run %d: %s\n", p->modes[m].name, run,
-					cr->res[run * p->nmodes + m].note);
+			if (cr->res[run * p->nmodes + m].note[0]) {
+				char en[1024];
+
+				fprintf(
+				    f, "note: %s run %d: %s\n", p->modes[m].name, run,
+				    text_esc(cr->res[run * p->nmodes + m].note, en, sizeof(en)));
+			}
 }
 
 static json_object *jnum(double x)
@@ -298,7 +304,7 @@ int oracle_write_json(const char *path, const struct oracle_plan *p, const struc
 {
 	json_object *root = json_object_new_object(), *h = json_object_new_object();
 	json_object *cases = json_object_new_array();
-	int rc;
+	struct out_file of;
 
 	json_object_object_add(h, "python_version", json_object_new_string(py->version));
 	json_object_object_add(h, "python_label", json_object_new_string(py->label));
@@ -350,13 +356,18 @@ int oracle_write_json(const char *path, const struct oracle_plan *p, const struc
 		json_object_array_add(cases, jc);
 	}
 	json_object_object_add(root, "cases", cases);
-	rc = json_object_to_file_ext(path, root,
-				     JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	/* Through the one safe opener: json_object_to_file_ext() followed a
+	 * symlink planted at the path and truncated what it pointed to. The
+	 * oracle has no --force, so an existing path is refused. */
+	if (out_file_open(&of, path, 0, d)) {
+		json_object_put(root);
+		return -1;
+	}
+	fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						       JSON_C_TO_STRING_NOSLASHESCAPE),
+	      of.f);
 	json_object_put(root);
-	if (rc)
-		return diag_set(d, EXIT_FAIL, "cannot write %s: %s", path,
-				json_util_get_last_err());
-	return 0;
+	return out_file_commit(&of, d);
 }
 
 int oracle_check(FILE *f, const struct oracle_plan *p, struct oracle_case_result *crs, int ncases)

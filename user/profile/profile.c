@@ -7,6 +7,7 @@
  * so nothing is stored twice and the writers can index per-id arrays.
  */
 #include "profile.h"
+#include "text_escape.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -106,28 +107,8 @@ static char *utf8_dup(const char *s)
 	if (!out)
 		return NULL;
 	while (*c) {
-		int n = 0;
-		uint32_t cp = 0;
+		int n = utf8_seq_len((const char *)c);
 
-		if (*c < 0x80)
-			n = 1;
-		else if ((*c & 0xe0) == 0xc0 && *c >= 0xc2)
-			n = 2, cp = *c & 0x1f;
-		else if ((*c & 0xf0) == 0xe0)
-			n = 3, cp = *c & 0x0f;
-		else if ((*c & 0xf8) == 0xf0 && *c <= 0xf4)
-			n = 4, cp = *c & 0x07;
-		for (int k = 1; k < n; k++) {
-			if ((c[k] & 0xc0) != 0x80) {
-				n = 0;
-				break;
-			}
-			cp = cp << 6 | (c[k] & 0x3f);
-		}
-		/* Overlong forms, surrogates and beyond U+10FFFF. */
-		if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-		    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-			n = 0;
 		if (n) {
 			memcpy(out + o, c, n);
 			o += n;
@@ -335,6 +316,7 @@ struct profile *profile_new(uint64_t period_ns, const char *clock)
 	p->period_ns = period_ns;
 	strcpy(p->clock, clock && !strcmp(clock, "wall") ? "wall" : "cpu");
 	p->max_ordered = PROFILE_MAX_ORDERED;
+	p->last_stack = UINT32_MAX;
 	/* Sample times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC; formats
 	 * that carry a date (pprof time_nanos) need the offset to the epoch. */
 	clock_gettime(CLOCK_REALTIME, &rt);
@@ -392,6 +374,7 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	if (sid == UINT32_MAX)
 		goto out;
 
+	p->last_stack = sid;
 	st = &p->stacks[sid];
 	if (!st->count || s->ts_ns < st->first_ns)
 		st->first_ns = s->ts_ns;
@@ -445,6 +428,15 @@ out:
 		errno = ENOMEM;
 	}
 	return rc;
+}
+
+void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n)
+{
+	if (stack >= p->nstacks)
+		return;
+	p->stacks[stack].count += n;
+	p->threads[p->stacks[stack].thread].count += n;
+	p->total += n;
 }
 
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
@@ -504,31 +496,23 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
-/* Line formats split frames on ';' and records on newlines. A ';' becomes
- * ':' (closest in look), any control character a space. */
-static void sanitize_into(char *dst, const char *src)
-{
-	for (; *src; src++, dst++) {
-		unsigned char c = (unsigned char)*src;
-
-		*dst = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
-	}
-	*dst = 0;
-}
-
 char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, int sanitize,
 			  char *buf, size_t len)
 {
 	const struct prof_func *fn = &p->funcs[no_lines ? key : p->frames[key].func];
 	const char *name = p->strs[fn->name], *file = p->strs[fn->file];
 
+	char raw[4096];
+
 	if (!*file)
-		snprintf(buf, len, "%s", name);
+		snprintf(raw, sizeof(raw), "%s", name);
 	else if (no_lines)
-		snprintf(buf, len, "%s (%s)", name, file);
+		snprintf(raw, sizeof(raw), "%s (%s)", name, file);
 	else
-		snprintf(buf, len, "%s (%s:%d)", name, file, p->frames[key].line);
+		snprintf(raw, sizeof(raw), "%s (%s:%d)", name, file, p->frames[key].line);
 	if (sanitize)
-		sanitize_into(buf, buf);
+		text_escape(buf, len, raw, TEXT_FOLDED);
+	else
+		snprintf(buf, len, "%s", raw);
 	return buf;
 }

@@ -118,7 +118,8 @@ struct profile {
 	uint64_t ntruncated; /* samples with SAMPLE_TRUNCATED */
 	uint64_t first_ns, last_ns;
 	uint64_t max_ordered, nordered;
-	int oom; /* an allocation failed: the profile is incomplete */
+	uint32_t last_stack; /* the stack of the last profile_add() with frames */
+	int oom;	     /* an allocation failed: the profile is incomplete */
 };
 
 struct profile_out_opts {
@@ -136,6 +137,10 @@ void profile_set_max_ordered(struct profile *p, uint64_t n);
 /* 0, or -1 with errno = ENOMEM. A sample without frames is only counted
  * (p->nempty): no format can draw an empty stack honestly. */
 int profile_add(struct profile *p, const struct sym_sample *s);
+/* Weigh a stack seen before (an id from last_stack) n more samples, with
+ * no time of their own: for hits counted where no stack was read (trace's
+ * counted-only hits). Ignored for an unknown id. */
+void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n);
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name);
 /* The comm of pid, or NULL. */
 const char *profile_comm(const struct profile *p, uint32_t pid);
@@ -157,8 +162,9 @@ static inline uint32_t profile_frame_key(const struct profile *p, uint32_t frame
 /* The label of a key from profile_frame_key(): "qualname (file:line)", or
  * "qualname (file)" under no_lines, or just the name for a frame without a
  * file (such as PROFILE_TRUNCATED_NAME), into buf.
- * Characters that would break line formats (';', newlines, controls) are
- * replaced when sanitize is set. Returns buf. */
+ * With sanitize, the label goes through the one folded-key sanitizer
+ * (text_escape with TEXT_FOLDED: ';' becomes ':', controls \xNN), so it
+ * is one field of one line. Returns buf. */
 char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, int sanitize,
 			  char *buf, size_t len);
 
@@ -197,11 +203,49 @@ int out_file_commit(struct out_file *of, struct diag *d);
 /* Close and remove the temporary file. */
 void out_file_abort(struct out_file *of);
 
-/* "collapsed", "speedscope", "pprof", "svg", "raw" by extension, or NULL. */
+/*
+ * The one format table (formats.c). Every command that writes a profile
+ * asks it: names and aliases for -f, the format an extension means, the
+ * --help text, the writer.
+ */
+#define PROFILE_FMT_AGGREGATE 1u /* written from the aggregated stacks */
+#define PROFILE_FMT_ORDERED   2u /* needs the samples in time order */
+#define PROFILE_FMT_STREAM    4u /* one line per sample, as they come */
+
+struct profile_format {
+	const char *name;
+	const char *const *extensions; /* NULL-terminated, ".folded"; matched case-blind */
+	const char *const *aliases;    /* NULL-terminated */
+	int (*write)(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		     struct diag *d);
+	const char *description; /* for --help; NULL: the name says it */
+	unsigned flags;		 /* PROFILE_FMT_* */
+};
+
+/* Ends with a row whose name is NULL. */
+extern const struct profile_format profile_formats[];
+
+/* By name or alias, and only if it has a flag of need (0: any); or NULL. */
+const struct profile_format *profile_format_find(const char *name, unsigned need);
+/* By the path's extension, or NULL. */
+const struct profile_format *profile_format_for_path(const char *path);
+/* The name of profile_format_for_path(path), or NULL. */
 const char *profile_format_from_path(const char *path);
-/* Write p to path in format (NULL: from the extension). 0, or -1 with d set:
- * EXIT_USAGE for an unknown format or a path that exists or cannot be
- * created. */
+/* "collapsed, speedscope, ..." of the formats with a flag of need (0: all),
+ * each followed by " (extensions: description)" when asked; malloc'd, NULL
+ * on ENOMEM. */
+char *profile_format_list(unsigned need, int with_ext, int with_desc);
+/* For argp's help_filter: text with PROFILE_FORMATS_MARK replaced by
+ * profile_format_list(need, 1, 1), malloc'd; text itself if it has no mark
+ * (or on ENOMEM), as argp expects. */
+#define PROFILE_FORMATS_MARK "@FORMATS@"
+char *profile_format_help(const char *text, unsigned need);
+/* fmt's writer (o NULL: defaults). */
+int profile_format_write(const struct profile_format *fmt, FILE *f, const struct profile *p,
+			 const struct profile_out_opts *o, struct diag *d);
+/* Write p to path in format (a name or alias; NULL: from the extension). 0,
+ * or -1 with d set: EXIT_USAGE for an unknown format or a path that exists
+ * or cannot be created. */
 int profile_write(const struct profile *p, const char *path, const char *format,
 		  const struct profile_out_opts *opts, struct diag *d);
 

@@ -10,37 +10,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcasecmp(s + n - m, suffix);
-}
-
-const char *profile_format_from_path(const char *path)
-{
-	static const struct {
-		const char *ext, *format;
-	} map[] = {
-	    {".folded", "collapsed"}, {".collapsed", "collapsed"},
-	    {".txt", "collapsed"},    {".json", "speedscope"},
-	    {".pb.gz", "pprof"},      {".pprof", "pprof"},
-	    {".svg", "svg"},	      {".raw", "raw"},
-	};
-
-	if (!path)
-		return NULL;
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (ends_with(path, map[i].ext))
-			return map[i].format;
-	return NULL;
-}
 
 /* A message naming path and the cause; EXIT_USAGE, since the fix is another
  * path or --force, whatever errno says. */
@@ -50,6 +26,154 @@ static int path_error(struct diag *d, int err, const char *what, const char *pat
 	if (d)
 		d->sys_errno = err;
 	return -1;
+}
+
+/* The fd that path names when it is, or links (at most 8 hops) to,
+ * /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N or
+ * /proc/thread-self/fd/N: the user named one of our own descriptors, as
+ * set up by their shell, so that is what gets written. -1 otherwise. */
+static int named_fd(const char *path)
+{
+	char cur[PATH_MAX], next[PATH_MAX];
+
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (int hop = 0; hop <= 8; hop++) {
+		const char *n = NULL;
+		char *end;
+		ssize_t len;
+		long fd;
+
+		if (!strcmp(cur, "/dev/stdout"))
+			return 1;
+		if (!strcmp(cur, "/dev/stderr"))
+			return 2;
+		if (!strncmp(cur, "/dev/fd/", 8))
+			n = cur + 8;
+		else if (!strncmp(cur, "/proc/self/fd/", 14))
+			n = cur + 14;
+		else if (!strncmp(cur, "/proc/thread-self/fd/", 21))
+			n = cur + 21;
+		if (n && *n) {
+			fd = strtol(n, &end, 10);
+			if (!*end && fd >= 0 && fd < 1 << 20)
+				return fcntl((int)fd, F_GETFD) < 0 ? -1 : (int)fd;
+			return -1;
+		}
+		len = readlink(cur, next, sizeof(next) - 1);
+		if (len <= 0)
+			return -1;
+		next[len] = 0;
+		if (next[0] != '/') {
+			/* Relative to the link's directory. */
+			const char *slash = strrchr(cur, '/');
+			int dl = slash ? (int)(slash - cur + 1) : 0;
+			char joined[PATH_MAX];
+
+			if (snprintf(joined, sizeof(joined), "%.*s%s", dl, cur, next) >=
+			    (int)sizeof(joined))
+				return -1;
+			snprintf(next, sizeof(next), "%s", joined);
+		}
+		snprintf(cur, sizeof(cur), "%s", next);
+	}
+	return -1;
+}
+
+/* The kernel's protected_symlinks/protected_fifos rule: in a sticky
+ * world-writable directory (/tmp), a symlink, FIFO or device that belongs
+ * neither to us nor to the directory's owner was planted by someone else,
+ * and is never followed or written, --force or not. */
+static int planted(const char *path, const struct stat *st, struct diag *d)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat ds;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &ds) || !(ds.st_mode & S_ISVTX) || !(ds.st_mode & S_IWOTH) ||
+	    st->st_uid == geteuid() || st->st_uid == ds.st_uid)
+		return 0;
+	diag_set(d, EXIT_USAGE,
+		 "%s: a %s of uid %u in the sticky world-writable directory %s: refused, even "
+		 "with --force",
+		 path,
+		 S_ISLNK(st->st_mode)	 ? "symlink"
+		 : S_ISFIFO(st->st_mode) ? "FIFO"
+					 : "device",
+		 (unsigned)st->st_uid, dir);
+	return 1;
+}
+
+static int open_direct(struct out_file *of, int fd, const char *path, struct diag *d)
+{
+	of->f = fdopen(fd, "w");
+	of->path = strdup(path);
+	if (!of->f || !of->path) {
+		int err = errno;
+
+		if (of->f)
+			fclose(of->f);
+		else
+			close(fd);
+		free(of->path);
+		memset(of, 0, sizeof(*of));
+		return path_error(d, err, "cannot write", path);
+	}
+	return 0;
+}
+
+/*
+ * With --force, an existing path st that is a symlink, a FIFO or a
+ * character device. 1: opened in place, 0: replace it like a file, -1:
+ * refused (d set). A FIFO or device is opened O_NONBLOCK, so a FIFO with
+ * no reader fails at once (ENXIO) instead of hanging, then made blocking
+ * for the writes.
+ */
+static int open_in_place(struct out_file *of, const char *path, const struct stat *st,
+			 struct diag *d)
+{
+	int link = S_ISLNK(st->st_mode), fd;
+	struct stat ts;
+
+	if (planted(path, st, d))
+		return -1;
+	if (link) {
+		int nfd = named_fd(path);
+
+		if (nfd >= 0) {
+			fd = fcntl(nfd, F_DUPFD_CLOEXEC, 3);
+			if (fd < 0)
+				return path_error(d, errno, "cannot write", path);
+			return open_direct(of, fd, path, d) ? -1 : 1;
+		}
+		/* A link to a file, a directory or nowhere is replaced, never
+		 * followed: only FIFOs and devices are written through it. */
+		if (stat(path, &ts) || !(S_ISFIFO(ts.st_mode) || S_ISCHR(ts.st_mode)))
+			return 0;
+	}
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (link ? 0 : O_NOFOLLOW));
+	if (fd < 0 && errno == ENXIO)
+		return diag_set(d, EXIT_USAGE, "%s: a FIFO that no process reads: not written",
+				path);
+	if (fd < 0)
+		return path_error(d, errno, "cannot write", path);
+	/* Swapped since lstat (no O_CREAT, no O_TRUNC: nothing was changed):
+	 * anything but a FIFO or a device is replaced like a file. */
+	if (fstat(fd, &ts) || !(S_ISFIFO(ts.st_mode) || S_ISCHR(ts.st_mode)) ||
+	    (!link && (ts.st_dev != st->st_dev || ts.st_ino != st->st_ino))) {
+		close(fd);
+		return 0;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		int err = errno;
+
+		close(fd);
+		return path_error(d, err, "cannot write", path);
+	}
+	return open_direct(of, fd, path, d) ? -1 : 1;
 }
 
 int out_file_open(struct out_file *of, const char *path, int force, struct diag *d)
@@ -62,28 +186,28 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 	memset(of, 0, sizeof(*of));
 	if (!*path || (slash && !slash[1]))
 		return diag_set(d, EXIT_USAGE, "output path '%s' names no file", path);
-	/* A device or a FIFO (-o /dev/null, -o /dev/stdout, a pipe) is written
-	 * in place: replacing it with a renamed temp file would destroy it. */
-	if (!stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !lstat(path, &st) &&
-	    !S_ISLNK(st.st_mode)) {
-		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || !(of->f = fdopen(fd, "w"))) {
-			int err = errno;
+	if (!lstat(path, &st)) {
+		/* Refused early, so that a long recording does not end in a
+		 * refusal; the link(2) in out_file_commit() closes the race. */
+		if (!force)
+			return diag_set(d, EXIT_USAGE,
+					"%s already exists%s (use --force to replace it)", path,
+					S_ISLNK(st.st_mode)    ? " as a symlink"
+					: S_ISFIFO(st.st_mode) ? " as a FIFO"
+					: S_ISCHR(st.st_mode)  ? " as a device"
+							       : "");
+		if (S_ISDIR(st.st_mode))
+			return path_error(d, EISDIR, "cannot replace", path);
+		if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+			return diag_set(d, EXIT_USAGE, "%s: a %s: not written", path,
+					S_ISBLK(st.st_mode) ? "block device" : "socket");
+		if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+			int rc = open_in_place(of, path, &st, d);
 
-			if (fd >= 0)
-				close(fd);
-			return path_error(d, err, "cannot write", path);
+			if (rc)
+				return rc > 0 ? 0 : -1;
 		}
-		of->path = strdup(path);
-		return 0;
 	}
-	/* Refused early, so that a long recording does not end in a refusal;
-	 * the link(2) in out_file_commit() closes the race. */
-	if (!force && !lstat(path, &st))
-		return diag_set(d, EXIT_USAGE, "%s already exists%s (use --force to replace it)",
-				path, S_ISLNK(st.st_mode) ? " as a symlink" : "");
-	if (force && !lstat(path, &st) && S_ISDIR(st.st_mode))
-		return path_error(d, EISDIR, "cannot replace", path);
 	of->path = strdup(path);
 	of->tmp = malloc(strlen(path) + 32);
 	if (!of->path || !of->tmp) {
@@ -190,41 +314,29 @@ done:
 int profile_write(const struct profile *p, const char *path, const char *format,
 		  const struct profile_out_opts *opts, struct diag *d)
 {
-	static const struct profile_out_opts defaults;
+	const struct profile_format *fmt;
 	struct out_file of;
-	int rc;
+	char *names;
 
-	if (!opts)
-		opts = &defaults;
-	if (!format) {
-		format = profile_format_from_path(path);
-		if (!format)
-			return diag_set(d, EXIT_USAGE,
-					"%s: cannot tell the format from the extension (use "
-					".folded, .json, .pb.gz, .svg or .raw, or name a format)",
-					path);
+	fmt = format ? profile_format_find(format, 0) : profile_format_for_path(path);
+	if (!fmt) {
+		names = profile_format_list(0, !format, 0);
+		if (format)
+			diag_set(d, EXIT_USAGE, "unknown output format '%s' (%s)", format,
+				 names ? names : "");
+		else
+			diag_set(d, EXIT_USAGE,
+				 "%s: cannot tell the format from the extension (%s; or name a "
+				 "format)",
+				 path, names ? names : "");
+		free(names);
+		return -1;
 	}
-	if (strcmp(format, "collapsed") && strcmp(format, "folded") &&
-	    strcmp(format, "speedscope") && strcmp(format, "pprof") && strcmp(format, "svg") &&
-	    strcmp(format, "raw"))
-		return diag_set(
-		    d, EXIT_USAGE,
-		    "unknown output format '%s' (collapsed, speedscope, pprof, svg, raw)", format);
 	if (p->oom)
 		return diag_errno(d, ENOMEM, "%s: the profile is incomplete", path);
-	if (out_file_open(&of, path, opts->force, d))
+	if (out_file_open(&of, path, opts ? opts->force : 0, d))
 		return -1;
-	if (!strcmp(format, "collapsed") || !strcmp(format, "folded"))
-		rc = collapsed_write(of.f, p, opts, d);
-	else if (!strcmp(format, "speedscope"))
-		rc = speedscope_write(of.f, p, opts, d);
-	else if (!strcmp(format, "pprof"))
-		rc = pprof_write(of.f, p, opts, d);
-	else if (!strcmp(format, "svg"))
-		rc = svg_write(of.f, p, opts, d);
-	else
-		rc = raw_write_profile(of.f, p, d);
-	if (rc) {
+	if (profile_format_write(fmt, of.f, p, opts, d)) {
 		diag_prefix(d, "%s: ", path);
 		out_file_abort(&of);
 		return -1;

@@ -25,6 +25,7 @@
 #include "signals.h"
 #include "record_targets.h"
 #include "stack_reader.h"
+#include "text_escape.h"
 
 #define MAX_PIDS 256
 /* How often the ring buffer is drained and new processes are looked for. */
@@ -40,7 +41,8 @@ struct record_opts {
 	unsigned poisson_factor;
 	int wall, idle;
 	double duration; /* 0: until Ctrl-C */
-	const char *output, *format;
+	const char *output;
+	const struct profile_format *format; /* -f, from the format table */
 	int threads, no_lines, force;
 	unsigned max_depth;
 	unsigned ringbuf_mb;
@@ -62,13 +64,10 @@ static const char doc[] =
     "variation sqrt(1-1/K) (0.94 for K=8), approaching the exponential law as K grows. On "
     "the wall clock the snapshot times are drawn in user space with exponential gaps on an "
     "absolute schedule (CV 1).\n"
-    "OUTPUT (-o FILE, -f FORMAT; format from the extension by default): collapsed (.folded, "
-    ".collapsed, .txt: root first, 'qualname (file:line)' frames, ';'-joined, then the "
-    "count), speedscope (.json), pprof (.pb.gz, .pprof: gzip'd profile.proto, sample types "
-    "samples/count and cpu|wall/nanoseconds), svg (.svg: interactive flame graph), raw "
-    "(.raw: one line per sample 'ts_ns pid tid cpu flags stack', stack leaf first). "
-    "Without -o, collapsed goes to stdout. Existing files are not overwritten without "
-    "--force.\n"
+    "OUTPUT (-o FILE, -f FORMAT; format from the extension by default): " PROFILE_FORMATS_MARK
+    ". Without -o, collapsed goes to stdout. An existing path (file, symlink, FIFO, device) "
+    "is refused without --force (exit 2); README \"Output files\" says what --force does "
+    "with each.\n"
     "SUMMARY (stderr, at the end): samples per process (past 40 processes, the 40 with "
     "the most samples, then one line for the rest); ticks (clock ticks in a target "
     "thread), kept (after Poisson thinning), emitted (records that reached user space), lost "
@@ -107,7 +106,7 @@ static const struct argp_option options[] = {
     {"idle", OPT_IDLE, NULL, 0, "Wall clock: keep samples of threads not running", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at Ctrl-C)", 0},
     {"output", 'o', "FILE", 0, "Write the profile here (default: collapsed on stdout)", 0},
-    {"format", 'f', "FORMAT", 0, "collapsed, speedscope, pprof, svg or raw", 0},
+    {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
     {"threads", OPT_THREADS, NULL, 0, "Keep threads apart (collapsed: pid:N;tid:N prefix)", 0},
     {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
@@ -168,10 +167,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->output = arg;
 		break;
 	case 'f':
-		if (strcmp(arg, "collapsed") && strcmp(arg, "speedscope") && strcmp(arg, "pprof") &&
-		    strcmp(arg, "svg") && strcmp(arg, "raw"))
+		o->format = profile_format_find(arg, 0);
+		if (!o->format)
 			argp_error(state, "unknown format '%s'", arg);
-		o->format = arg;
 		break;
 	case OPT_THREADS:
 		o->threads = 1;
@@ -326,8 +324,11 @@ static void print_target_rows(const struct target_set *ts)
 			more_errors += t->errors;
 			continue;
 		}
+		char ec[64], ev[64];
+
 		fprintf(stderr, "  pid %-7d %-16s CPython %-9s %8llu samples, %llu errors%s%s\n",
-			t->pid, t->comm, t->version, (unsigned long long)t->samples,
+			t->pid, text_esc(t->comm, ec, sizeof(ec)),
+			text_esc(t->version, ev, sizeof(ev)), (unsigned long long)t->samples,
 			(unsigned long long)t->errors, t->idle ? ", idle dropped" : "",
 			t->exited == TARGET_EXECED ? " (exec'd)"
 			: t->exited		   ? " (exited)"
@@ -438,17 +439,29 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	return EXIT_OK;
 }
 
+/* --help: the formats come from the one format table. */
+static char *help_filter(int key, const char *text, void *input)
+{
+	(void)input;
+	if (key == 'f' && text && !strcmp(text, PROFILE_FORMATS_MARK)) {
+		char *names = profile_format_list(0, 0, 0);
+
+		return names ? names : (char *)text;
+	}
+	return key == ARGP_KEY_HELP_POST_DOC ? profile_format_help(text, 0) : (char *)text;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {.rate_hz = 1000};
-	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	struct argp argp = {options, parse, NULL, doc, NULL, help_filter, NULL};
 	struct target_set ts = {0};
 	struct bpf_sampler *s = NULL;
 	struct rec_ctx c = {.o = &o, .ts = &ts};
 	struct profile_out_opts po = {0};
 	struct out_file of = {0};
 	struct diag d = {0};
-	const char *format;
+	const struct profile_format *format;
 	int ret = EXIT_OK;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
@@ -456,10 +469,15 @@ int cmd_record(int argc, char **argv)
 	/* Until sampling starts a signal ends us, removing the temp output. */
 	if (signals_install(&d))
 		return diag_report(&d);
-	format = o.format ? o.format : o.output ? profile_format_from_path(o.output) : "collapsed";
+	format = o.format   ? o.format
+		 : o.output ? profile_format_for_path(o.output)
+			    : profile_format_find("collapsed", 0);
 	if (!format) {
-		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f\n",
-			o.output);
+		char *known = profile_format_list(0, 1, 0);
+
+		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
+			o.output, known ? known : "");
+		free(known);
 		return EXIT_USAGE;
 	}
 	/* Refuse an unwritable or existing output before sampling anything. */
@@ -480,7 +498,7 @@ int cmd_record(int argc, char **argv)
 	/* Only speedscope writes the profile's samples in time order (raw is
 	 * streamed, not kept). For the others the order is memory spent for
 	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
-	if (strcmp(format, "speedscope"))
+	if (!(format->flags & PROFILE_FMT_ORDERED))
 		profile_set_max_ordered(c.prof, 0);
 	{
 		struct bpf_sampler_opts so = {
@@ -512,7 +530,7 @@ int cmd_record(int argc, char **argv)
 	}
 	/* From here on INT, TERM and HUP end the run and keep what it got. */
 	signals_set_graceful(1);
-	if (!strcmp(format, "raw"))
+	if (format->flags & PROFILE_FMT_STREAM)
 		c.raw = o.output ? of.f : stdout;
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
@@ -522,17 +540,7 @@ int cmd_record(int argc, char **argv)
 	po.force = o.force;
 	if (ret == EXIT_OK && !c.raw) {
 		FILE *f = o.output ? of.f : stdout;
-		int err;
-
-		if (!strcmp(format, "collapsed"))
-			err = collapsed_write(f, c.prof, &po, &d);
-		else if (!strcmp(format, "speedscope"))
-			err = speedscope_write(f, c.prof, &po, &d);
-		else if (!strcmp(format, "pprof"))
-			err = pprof_write(f, c.prof, &po, &d);
-		else
-			err = svg_write(f, c.prof, &po, &d);
-		if (err)
+		if (profile_format_write(format, f, c.prof, &po, &d))
 			ret = diag_report(&d);
 	}
 	if (o.output) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record_targets.h"
 #include "monotime.h"
+#include "text_escape.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -105,10 +106,15 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		goto fail;
 	}
 	ts->t[ts->n++] = t;
-	if (ts->verbose)
-		fprintf(stderr, "bpfpy: sampling pid %d (%s), CPython %s%s%s\n", pid, t->proc->comm,
-			t->proc->version, t->proc->bin.ns_note[0] ? ", " : "",
-			t->proc->bin.ns_note);
+	if (ts->verbose) {
+		char ec[64], ev[64], en[512];
+
+		fprintf(stderr, "bpfpy: sampling pid %d (%s), CPython %s%s%s\n", pid,
+			text_esc(t->proc->comm, ec, sizeof(ec)),
+			text_esc(t->proc->version, ev, sizeof(ev)),
+			t->proc->bin.ns_note[0] ? ", " : "",
+			text_esc(t->proc->bin.ns_note, en, sizeof(en)));
+	}
 	return 0;
 fail:
 	/* Keep the flag before freeing the reader. */
@@ -195,17 +201,20 @@ static int follow_retry(struct target_set *ts)
 
 		if (!targets_add(ts, f->pid, &d)) {
 			const struct rec_target *t = ts->t[ts->n - 1]; /* appended */
+			char ec[64], ev[64];
 
 			fprintf(stderr, "bpfpy: pid %d exec'd %s: sampling it again, CPython %s\n",
-				f->pid, t->comm, t->version);
+				f->pid, text_esc(t->comm, ec, sizeof(ec)),
+				text_esc(t->version, ev, sizeof(ev)));
 			added++;
 		} else if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN &&
 			   ++f->tries < NOT_READY_TRIES) {
 			i++;
 			continue;
 		} else if (d.code != EXIT_NO_PROCESS) {
-			fprintf(stderr, "bpfpy: pid %d exec'd, no longer sampled: %s\n", f->pid,
-				d.msg);
+			fprintf(stderr, "bpfpy: pid %d exec'd, no longer sampled: ", f->pid);
+			text_put(stderr, d.msg);
+			fputc('\n', stderr);
 		}
 		*f = ts->follow[--ts->nfollow];
 	}
@@ -251,8 +260,11 @@ int targets_scan(struct target_set *ts)
 			s->tries++;
 		else
 			s->tries = exe_tag((pid_t)v);
-		if (ts->verbose && d.code == EXIT_UNSUPPORTED)
-			fprintf(stderr, "bpfpy: skipping %s\n", d.msg);
+		if (ts->verbose && d.code == EXIT_UNSUPPORTED) {
+			fputs("bpfpy: skipping ", stderr);
+			text_put(stderr, d.msg);
+			fputc('\n', stderr);
+		}
 	}
 	closedir(dir);
 	return added;

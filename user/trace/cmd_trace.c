@@ -30,6 +30,7 @@
 #include "signals.h"
 #include "py_process.h"
 #include "record_targets.h" /* proc_starttime */
+#include "text_escape.h"
 #include "trace_model.h"
 #include "trace_probes.h"
 
@@ -46,6 +47,7 @@ struct trace_opts {
 	long threshold;
 	double interval, rearm, duration;
 	const char *output, *format;
+	const struct profile_format *pformat; /* -f names a profile format */
 	int force, top;
 	unsigned max_depth;
 	int verbose, quiet;
@@ -72,9 +74,10 @@ static const char doc[] =
     "OUTPUT (-f): summary (default: top locations by hits; emitted, counted, when saturated; "
     "call latency count/total/mean/p50/p99 for entry/return pairs), chrome (trace-event "
     "JSON for Perfetto or chrome://tracing: B/E slices per thread for pairs, instant events "
-    "otherwise, arguments and the Python stack in args), collapsed (folded stacks with the "
-    "probe as leaf, weighted by hits: counted-only hits go to their location's last "
-    "stack).\n\n"
+    "otherwise, arguments and the Python stack in args), or a profile format: " PROFILE_FORMATS_MARK
+    " -- the hits as stacks with the probe as leaf frame, weighted by hits: counted-only "
+    "hits go to their location's last stack. An existing -o path is refused without "
+    "--force (exit 2).\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy trace -p 1234 --list\n"
     "  sudo bpfpy trace -p 1234 --calls --threshold 0 -d 5 -f chrome -o calls.json\n"
@@ -109,7 +112,7 @@ static const struct argp_option options[] = {
     {"rearm", OPT_REARM, "SECONDS", 0, "Re-attach this long after a detach", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at exit or Ctrl-C)", 0},
     {"output", 'o', "FILE", 0, "Write here (default stdout)", 0},
-    {"format", 'f', "FORMAT", 0, "summary (default), chrome or collapsed", 0},
+    {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
     {"top", OPT_TOP, "N", 0, "Summary: locations shown (default 30)", 0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024)", 0},
@@ -177,9 +180,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->output = arg;
 		break;
 	case 'f':
-		if (strcmp(arg, "summary") && strcmp(arg, "chrome") && strcmp(arg, "collapsed"))
-			argp_error(state, "unknown format '%s' (summary, chrome, collapsed)", arg);
-		o->format = arg;
+		/* trace's own event formats, or a profile format of the one
+		 * table that an aggregated, weighted profile can be written in. */
+		o->pformat = profile_format_find(arg, PROFILE_FMT_AGGREGATE);
+		if (strcmp(arg, "summary") && strcmp(arg, "chrome") && !o->pformat) {
+			char *names = profile_format_list(PROFILE_FMT_AGGREGATE, 0, 0);
+
+			argp_error(state, "unknown format '%s' (summary, chrome, %s)", arg,
+				   names ? names : "");
+		}
+		o->format = o->pformat ? o->pformat->name : arg;
 		break;
 	case OPT_FORCE:
 		o->force = 1;
@@ -230,24 +240,22 @@ struct tctx {
 	struct py_process *proc;
 	struct code_cache *cache;
 	struct sym_frame *frames;
-	char *buf; /* folded stack being built */
+	struct sym_frame *pframes; /* the probe, then frames: one profile sample */
+	struct profile *prof;	   /* every hit, for the profile formats */
+	char *buf;		   /* folded stack being built */
 	size_t buflen;
 };
 
-/* Frame labels go into ';'-joined lines: keep them one field each. */
+/* Frame labels go into ';'-joined lines: keep them one field each, with
+ * the one folded-key sanitizer. */
 static void put_label(char **p, char *end, const char *name, const char *file, int line)
 {
-	int n = snprintf(*p, (size_t)(end - *p), "%s (%s:%d)", name, file, line);
-	char *s = *p;
+	char raw[1024];
+	size_t n;
 
-	if (n < 0)
-		return;
-	if (n >= end - *p)
-		n = (int)(end - *p) - 1;
-	for (int i = 0; i < n; i++)
-		if (s[i] == ';' || s[i] == '\n' || s[i] == '\r')
-			s[i] = '_';
-	*p += n;
+	snprintf(raw, sizeof(raw), "%s (%s:%d)", name, file, line);
+	n = text_escape(*p, (size_t)(end - *p), raw, TEXT_FOLDED);
+	*p += n < (size_t)(end - *p) ? n : strlen(*p);
 }
 
 static uint32_t decode_arg(struct tctx *c, const struct trace_probe *tp, int i, uint64_t v)
@@ -304,6 +312,24 @@ static int on_record(void *arg, void *data, size_t size)
 		e.leaf = strtab_intern(&td->strs, c->frames[0].name);
 	}
 	e.loc = trace_loc_get(td, e.probe_id, e.code);
+	{
+		/* Root first in the output, so the probe is the leaf. */
+		struct sym_sample ps = {
+		    .ts_ns = h->ts_ns,
+		    .pid = h->pid,
+		    .tid = h->tid,
+		    .flags = h->nframes ? h->flags & SAMPLE_TRUNCATED : 0,
+		    .nframes = 1 + (h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH),
+		    .frames = c->pframes,
+		};
+		char leaf[272];
+
+		snprintf(leaf, sizeof(leaf), "[%s]", tp->label);
+		c->pframes[0] = (struct sym_frame){leaf, NULL, 0, 0};
+		memcpy(c->pframes + 1, c->frames, (ps.nframes - 1) * sizeof(*c->frames));
+		if (!profile_add(c->prof, &ps) && e.loc != TRACE_NONE)
+			td->locs[e.loc].last_fold = c->prof->last_stack;
+	}
 	if (e.loc != TRACE_NONE && td->locs[e.loc].name == TRACE_NONE && h->nframes) {
 		snprintf(c->buf, c->buflen, "%s (%s:%d)", c->frames[0].name, c->frames[0].file,
 			 c->frames[0].firstlineno);
@@ -442,24 +468,31 @@ static void read_counters(struct tracer_bpf *skel, struct trace_data *td)
 	free(vals);
 }
 
-static int write_output(struct trace_opts *o, struct trace_data *td, struct diag *d)
+/* Into of (opened before tracing began) or stdout. */
+static int write_output(struct trace_opts *o, struct trace_data *td, struct profile *prof,
+			struct out_file *of, struct diag *d)
 {
 	const char *fmt = o->format ? o->format : "summary";
-	struct out_file of = {0};
-	FILE *f = stdout;
+	FILE *f = o->output ? of->f : stdout;
 	int err;
 
-	if (o->output) {
-		if (out_file_open(&of, o->output, o->force, d))
-			return -1;
-		f = of.f;
-	}
-	if (!strcmp(fmt, "chrome"))
+	if (!strcmp(fmt, "chrome")) {
 		err = trace_write_chrome(f, td, d);
-	else if (!strcmp(fmt, "collapsed"))
-		err = trace_write_collapsed(f, td, d);
-	else
+	} else if (o->pformat) {
+		/* Hits only counted in the kernel have no stack of their own;
+		 * their location's code object is the leaf, so its last stack
+		 * is the best stand-in and keeps the weights equal to the hits. */
+		for (uint32_t i = 0; i < td->nlocs; i++) {
+			const struct trace_loc *l = &td->locs[i];
+
+			if (l->hits > l->emitted && l->last_fold != TRACE_NONE)
+				profile_stack_add(prof, l->last_fold, l->hits - l->emitted);
+		}
+		profile_set_comm(prof, (uint32_t)td->pid, td->comm);
+		err = profile_format_write(o->pformat, f, prof, NULL, d);
+	} else {
 		err = trace_write_summary(f, td, o->top ? o->top : 30, d);
+	}
 	/* The table is worth having next to a timeline or folded stacks. */
 	if (!err && strcmp(fmt, "summary") && !o->quiet)
 		trace_write_summary(stderr, td, o->top ? o->top : 30, d);
@@ -468,10 +501,10 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct diag
 		return err;
 	}
 	if (err) {
-		out_file_abort(&of);
+		out_file_abort(of);
 		return -1;
 	}
-	return out_file_commit(&of, d);
+	return out_file_commit(of, d);
 }
 
 static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct trace_data *td,
@@ -510,16 +543,36 @@ static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct tra
 	return 0;
 }
 
+/* --help: the profile formats come from the one format table. */
+static char *help_filter(int key, const char *text, void *input)
+{
+	(void)input;
+	if (key == 'f' && text && !strcmp(text, PROFILE_FORMATS_MARK)) {
+		char *names = profile_format_list(PROFILE_FMT_AGGREGATE, 0, 0);
+		char *out = names ? malloc(strlen(names) + 32) : NULL;
+
+		if (out)
+			sprintf(out, "summary (default), chrome, %s", names);
+		free(names);
+		return out ? out : (char *)text;
+	}
+	if (key == ARGP_KEY_HELP_POST_DOC)
+		return profile_format_help(text, PROFILE_FMT_AGGREGATE);
+	return (char *)text;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_opts o = {.threshold = 500, .interval = 1.0};
-	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	struct argp argp = {options, parse, NULL, doc, NULL, help_filter, NULL};
 	struct trace_data td = {0};
 	struct py_process proc;
 	struct tracer_bpf *skel = NULL;
 	struct ring_buffer *rb = NULL;
 	struct tctx c = {.o = &o, .td = &td, .proc = &proc};
+	struct out_file of = {0};
 	struct diag d = {0};
+	char ec[64], ev[64];
 	int ret = EXIT_OK;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
@@ -541,17 +594,19 @@ int cmd_trace(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
-	/* Refuse an existing output file before tracing anything. */
-	if (o.output && !o.force && access(o.output, F_OK) == 0) {
-		diag_set(&d, EXIT_USAGE, "%s exists (use --force)", o.output);
+	/* Refuse an existing or unwritable output before tracing anything. */
+	if (o.output && out_file_open(&of, o.output, o.force, &d)) {
+		o.output = NULL;
 		ret = diag_report(&d);
 		goto out;
 	}
 	c.cache = code_cache_new(&proc.mem, &proc.cfg.off, 0);
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
+	c.pframes = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.pframes));
+	c.prof = profile_new(0, "wall");
 	c.buflen = 256 * 1024;
 	c.buf = malloc(c.buflen);
-	if (!c.cache || !c.frames || !c.buf) {
+	if (!c.cache || !c.frames || !c.buf || !c.pframes || !c.prof) {
 		diag_errno(&d, ENOMEM, "trace");
 		ret = diag_report(&d);
 		goto out;
@@ -578,19 +633,27 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr,
 			"bpfpy trace: pid %d (%s), CPython %s: %d probe%s attached, "
 			"threshold %ld%s\n",
-			o.pid, proc.comm, proc.version, td.nprobes, td.nprobes == 1 ? "" : "s",
-			o.threshold, o.threshold ? "" : " (full tracing)");
+			o.pid, text_esc(proc.comm, ec, sizeof(ec)),
+			text_esc(proc.version, ev, sizeof(ev)), td.nprobes,
+			td.nprobes == 1 ? "" : "s", o.threshold,
+			o.threshold ? "" : " (full tracing)");
 	ret = trace_loop(&c, skel, rb);
 	trace_probes_detach(&td);
 	read_counters(skel, &td);
-	if (ret == EXIT_OK && write_output(&o, &td, &d))
+	if (ret == EXIT_OK && write_output(&o, &td, c.prof, &of, &d))
 		ret = diag_report(&d);
+	else if (ret == EXIT_OK)
+		o.output = NULL; /* committed */
 out:
+	if (o.output && of.f)
+		out_file_abort(&of);
 	trace_probes_detach(&td);
 	ring_buffer__free(rb);
 	tracer_bpf__destroy(skel);
 	code_cache_free(c.cache);
 	free(c.frames);
+	free(c.pframes);
+	profile_free(c.prof);
 	free(c.buf);
 	trace_data_free(&td);
 	return ret;

@@ -58,7 +58,7 @@ struct trace_loc {
 	uint64_t code;
 	uint64_t hits, emitted, first_ns, saturated_ns; /* from BPF */
 	uint64_t seen_hits;				/* hits at the last saturation check */
-	uint32_t last_fold;				/* last event's folded stack */
+	uint32_t last_fold;				/* last event's profile stack */
 	uint64_t *lat; /* latencies of completed pairs opened here, ns */
 	size_t nlat, caplat;
 };
@@ -120,6 +120,5 @@ void trace_data_free(struct trace_data *td);
 /* Writers; 0 or -1 with d set. */
 int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d);
 int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d);
-int trace_write_collapsed(FILE *f, struct trace_data *td, struct diag *d);
 
 #endif /* TRACE_MODEL_H */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The outputs of bpfpy trace: a summary table, Chrome trace-event JSON and
- * folded stacks, all from struct trace_data.
+ * The outputs of bpfpy trace of its own: a summary table and Chrome
+ * trace-event JSON, from struct trace_data. Folded stacks and the other
+ * profile formats come from the one format table (user/profile), written
+ * from the profile cmd_trace.c builds of the hits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include "diag.h"
 #include "bpfpy.h"
+#include "text_escape.h"
 #include "trace_model.h"
 
 static int cmp_u64(const void *a, const void *b)
@@ -55,7 +58,7 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 {
 	uint32_t *ix = malloc((td->nlocs + 1) * sizeof(*ix));
 	uint64_t hits = 0, emitted = 0;
-	char buf[64];
+	char buf[64], ename[64], ever[64];
 
 	if (!ix)
 		return diag_errno(d, ENOMEM, "summary");
@@ -69,7 +72,8 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 	sort_td = td;
 	qsort(ix, td->nlocs, sizeof(*ix), cmp_loc_hits);
 	fprintf(f, "bpfpy trace: pid %d (%s), CPython %s, %.2f s, threshold %u%s\n", td->pid,
-		td->comm, td->version, (td->t1_ns - td->t0_ns) / 1e9, td->threshold,
+		text_esc(td->comm, ename, sizeof(ename)), text_esc(td->version, ever, sizeof(ever)),
+		(td->t1_ns - td->t0_ns) / 1e9, td->threshold,
 		td->threshold ? "" : " (full tracing)");
 	fprintf(f,
 		"hits %llu, emitted %llu, events kept %zu, lost %llu, walk errors %llu, "
@@ -101,8 +105,10 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 		} else {
 			fprintf(f, "%8s %10s %10s %10s %10s  ", "-", "-", "-", "-", "-");
 		}
-		fprintf(f, "%s  %s\n", td->probes[l->probe_id].label,
-			loc_name(td, l, buf, sizeof(buf)));
+		/* The location names the target's code: escaped. */
+		fprintf(f, "%s  ", td->probes[l->probe_id].label);
+		text_put(f, loc_name(td, l, buf, sizeof(buf)));
+		fputc('\n', f);
 	}
 	if (td->nlocs > (uint32_t)top)
 		fprintf(f, "(%u more locations; --top N)\n", td->nlocs - (uint32_t)top);
@@ -278,57 +284,4 @@ int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
 	free(tids);
 	free(ix);
 	return ferror(f) ? diag_errno(d, EIO, "writing the chrome trace") : 0;
-}
-
-int trace_write_collapsed(FILE *f, struct trace_data *td, struct diag *d)
-{
-	struct strtab folds = {0};
-	uint64_t *counts = NULL;
-	uint32_t cap = 0;
-	char *buf = malloc(300 * 1024);
-	int ret = 0;
-
-	if (!buf)
-		return diag_errno(d, ENOMEM, "collapsed");
-	for (size_t k = 0; k < td->nev; k++) {
-		const struct trace_event *e = &td->ev[k];
-		uint32_t id;
-
-		snprintf(buf, 300 * 1024, "%s%s[%s]", strtab_get(&td->strs, e->stack),
-			 e->stack != TRACE_NONE ? ";" : "", td->probes[e->probe_id].label);
-		id = strtab_intern(&folds, buf);
-		if (id == TRACE_NONE)
-			continue;
-		if (id >= cap) {
-			uint32_t nc = cap ? 2 * cap : 1024;
-			uint64_t *nv = realloc(counts, nc * sizeof(*nv));
-
-			if (!nv)
-				continue;
-			memset(nv + cap, 0, (nc - cap) * sizeof(*nv));
-			counts = nv;
-			cap = nc;
-		}
-		counts[id]++;
-		if (e->loc != TRACE_NONE)
-			td->locs[e->loc].last_fold = id;
-	}
-	/* Hits only counted in the kernel have no stack of their own; their
-	 * location's code object is the leaf, so its last stack is the best
-	 * stand-in and keeps the weights equal to the hits. */
-	for (uint32_t i = 0; i < td->nlocs; i++) {
-		const struct trace_loc *l = &td->locs[i];
-
-		if (l->hits > l->emitted && l->last_fold != TRACE_NONE && l->last_fold < cap)
-			counts[l->last_fold] += l->hits - l->emitted;
-	}
-	for (uint32_t i = 0; i < folds.n; i++)
-		if (i < cap && counts[i])
-			fprintf(f, "%s %llu\n", folds.s[i], (unsigned long long)counts[i]);
-	if (ferror(f))
-		ret = diag_errno(d, EIO, "writing folded stacks");
-	strtab_free(&folds);
-	free(counts);
-	free(buf);
-	return ret;
 }

@@ -11,6 +11,7 @@
 #include "diag.h"
 #include "proc_maps.h"
 #include "py_offsets.h"
+#include "text_escape.h"
 #include "trace_elf.h"
 
 /* CPython's markers (Include/pydtrace.d) and how we show them. Only two
@@ -106,21 +107,32 @@ int trace_list(FILE *f, struct py_process *p, struct diag *d)
 	n = usdt_list(p->bin.path, &v, d);
 	if (n < 0)
 		return -1;
-	fprintf(f, "pid %d (%s): CPython %s, %s %s\n", p->pid, p->comm, p->version,
-		p->bin.is_shared_lib ? "library" : "executable", p->bin.path);
+	{
+		char ec[64], ev[64], ep[1024];
+
+		fprintf(f, "pid %d (%s): CPython %s, %s %s\n", p->pid,
+			text_esc(p->comm, ec, sizeof(ec)), text_esc(p->version, ev, sizeof(ev)),
+			p->bin.is_shared_lib ? "library" : "executable",
+			text_esc(p->bin.path, ep, sizeof(ep)));
+	}
 	fprintf(f, "USDT probes (%d):\n", n);
 	for (int i = 0; i < n; i++) {
 		uint64_t sem = v[i].semaphore ? v[i].semaphore + p->bin.load_bias : 0;
 		const struct known_usdt *k = known_of(v[i].provider, v[i].name);
 
-		fprintf(f, "  %s:%-26s %2d site%s  semaphore ", v[i].provider, v[i].name,
-			v[i].nsites, v[i].nsites == 1 ? " " : "s");
+		char epr[256], ena[256], ear[1024];
+
+		/* Notes of a file the target maps: its strings, escaped. */
+		fprintf(f, "  %s:%-26s %2d site%s  semaphore ",
+			text_esc(v[i].provider, epr, sizeof(epr)),
+			text_esc(v[i].name, ena, sizeof(ena)), v[i].nsites,
+			v[i].nsites == 1 ? " " : "s");
 		if (sem)
 			fprintf(f, "0x%llx = %d", (unsigned long long)sem,
 				trace_semaphore_value(p, sem));
 		else
 			fprintf(f, "none");
-		fprintf(f, "  args: %s", v[i].args);
+		fprintf(f, "  args: %s", text_esc(v[i].args, ear, sizeof(ear)));
 		if (!strcmp(v[i].name, "function__entry") && py_usdt_has_call_probes(hex) &&
 		    !py_usdt_calls_complete(hex))
 			fprintf(f, "  (fires only for calls from C, not Python-to-Python calls)");
