@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "diag.h"
-#include "elf_symbols.h"
+#include "elf_file.h"
 
 static const char *const names[] = {"_PyRuntime", "PyCode_Type",    "_Py_NoneStruct",
 				    "Py_Version", "PyUnicode_Type", ""};

@@ -28,7 +28,7 @@
 #include "diag.h"
 #include "profile.h"
 #include "py_process.h"
-#include "record_targets.h" /* proc_starttime */
+#include "proc.h"
 #include "trace_model.h"
 #include "trace_probes.h"
 

@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "diag.h"
-#include "elf_symbols.h"
+#include "elf_file.h"
 
 #define SID	    "/var/cache/bpfpy/sid"
 #define MAX_TARGETS 32
