@@ -131,16 +131,18 @@ static void put(uint8_t *p, unsigned w, uint64_t x)
 /* The field of a section header to rewrite: offset and width. */
 static const struct {
 	uint8_t off, w;
-} shdr_fields[] = {
-    {offsetof(Elf64_Shdr, sh_name), 4},	  {offsetof(Elf64_Shdr, sh_type), 4},
-    {offsetof(Elf64_Shdr, sh_offset), 8}, {offsetof(Elf64_Shdr, sh_size), 8},
-    {offsetof(Elf64_Shdr, sh_link), 4},	  {offsetof(Elf64_Shdr, sh_entsize), 8},
-    {offsetof(Elf64_Shdr, sh_addralign), 8},
+} shdr_fields[] =
+    {
+	{offsetof(Elf64_Shdr, sh_name), 4},	 {offsetof(Elf64_Shdr, sh_type), 4},
+	{offsetof(Elf64_Shdr, sh_offset), 8},	 {offsetof(Elf64_Shdr, sh_size), 8},
+	{offsetof(Elf64_Shdr, sh_link), 4},	 {offsetof(Elf64_Shdr, sh_entsize), 8},
+	{offsetof(Elf64_Shdr, sh_addralign), 8},
 },
-  phdr_fields[] = {
-      {offsetof(Elf64_Phdr, p_type), 4},   {offsetof(Elf64_Phdr, p_offset), 8},
-      {offsetof(Elf64_Phdr, p_vaddr), 8},  {offsetof(Elf64_Phdr, p_filesz), 8},
-      {offsetof(Elf64_Phdr, p_memsz), 8},  {offsetof(Elf64_Phdr, p_flags), 4},
+  phdr_fields[] =
+      {
+	  {offsetof(Elf64_Phdr, p_type), 4},  {offsetof(Elf64_Phdr, p_offset), 8},
+	  {offsetof(Elf64_Phdr, p_vaddr), 8}, {offsetof(Elf64_Phdr, p_filesz), 8},
+	  {offsetof(Elf64_Phdr, p_memsz), 8}, {offsetof(Elf64_Phdr, p_flags), 4},
 },
   ehdr_fields[] = {
       {offsetof(Elf64_Ehdr, e_shoff), 8},    {offsetof(Elf64_Ehdr, e_phoff), 8},

@@ -342,7 +342,6 @@ static void test_hostile(void **state)
 	free(mut);
 }
 
-
 /*
  * Sparse hostile copies of a real executable (issue 11 rows 1 and 2): a
  * section header claims 2 GiB inside a file made that long by a hole, so
@@ -427,8 +426,8 @@ static void test_note_overflow(void **state)
 /* Row 2: tables claiming 2 GiB are refused, not read; the rest still works. */
 static void test_oversized_sections(void **state)
 {
-	static const char *const secs[] = {".note.gnu.build-id", ".dynsym", ".dynstr",
-					   ".shstrtab", ".note.stapsdt"};
+	static const char *const secs[] = {".note.gnu.build-id", ".dynsym", ".dynstr", ".shstrtab",
+					   ".note.stapsdt"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {

@@ -106,8 +106,7 @@ static int in_file(const struct elfsym *e, uint64_t off, uint64_t size)
 
 /* Read [off, off + size) into t, if it is in the file and within cap. The
  * check comes first: nothing over the cap is allocated or read. */
-static int read_table(struct elfsym *e, struct table *t, uint64_t off, uint64_t size,
-		      uint64_t cap)
+static int read_table(struct elfsym *e, struct table *t, uint64_t off, uint64_t size, uint64_t cap)
 {
 	if (t->tried)
 		return t->buf ? 0 : -1;
@@ -147,8 +146,8 @@ static int check_headers(struct elfsym *e, const char *name, struct diag *d)
 	if (e->file_size < sizeof(Elf32_Ehdr) || pread_all(e->fd, ident, sizeof(ident), 0) ||
 	    memcmp(ident, ELFMAG, SELFMAG))
 		return diag_set(d, EXIT_FAIL, "%s: not an ELF file", name);
-	if (ident[EI_DATA] != ELFDATA2LSB || (ident[EI_CLASS] != ELFCLASS64 &&
-					      ident[EI_CLASS] != ELFCLASS32))
+	if (ident[EI_DATA] != ELFDATA2LSB ||
+	    (ident[EI_CLASS] != ELFCLASS64 && ident[EI_CLASS] != ELFCLASS32))
 		return diag_set(d, EXIT_FAIL, "%s: not a little-endian ELF32/ELF64 file", name);
 	e->is64 = ident[EI_CLASS] == ELFCLASS64;
 	if (e->is64) {
@@ -161,7 +160,8 @@ static int check_headers(struct elfsym *e, const char *name, struct diag *d)
 		if (shoff && !shnum) { /* extended numbering: the count is in shdr 0 */
 			Elf64_Shdr s0;
 
-			if (!in_file(e, shoff, sizeof(s0)) || pread_all(e->fd, &s0, sizeof(s0), shoff))
+			if (!in_file(e, shoff, sizeof(s0)) ||
+			    pread_all(e->fd, &s0, sizeof(s0), shoff))
 				return diag_set(d, EXIT_FAIL, "%s: bad section header 0", name);
 			shnum = s0.sh_size;
 		}
@@ -175,7 +175,8 @@ static int check_headers(struct elfsym *e, const char *name, struct diag *d)
 		if (shoff && !shnum) {
 			Elf32_Shdr s0;
 
-			if (!in_file(e, shoff, sizeof(s0)) || pread_all(e->fd, &s0, sizeof(s0), shoff))
+			if (!in_file(e, shoff, sizeof(s0)) ||
+			    pread_all(e->fd, &s0, sizeof(s0), shoff))
 				return diag_set(d, EXIT_FAIL, "%s: bad section header 0", name);
 			shnum = s0.sh_size;
 		}
