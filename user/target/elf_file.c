@@ -336,29 +336,27 @@ static int symtab_load(struct elfsym *e, struct symtab *t)
 	return 0;
 }
 
+/* Symbol i of t, widened: the fields a lookup uses are named alike in both
+ * classes, so one copy serves ELF32 and ELF64. */
+#define SYM_FROM(type, p, s)                                                                       \
+	do {                                                                                       \
+		type v_;                                                                           \
+		memcpy(&v_, (p), sizeof(v_));                                                      \
+		*(s) = (GElf_Sym){.st_name = v_.st_name,                                           \
+				  .st_info = v_.st_info,                                           \
+				  .st_shndx = v_.st_shndx,                                         \
+				  .st_value = v_.st_value,                                         \
+				  .st_size = v_.st_size};                                          \
+	} while (0)
+
 static void get_sym(const struct elfsym *e, const struct symtab *t, size_t i, GElf_Sym *s)
 {
 	const unsigned char *p = t->syms.buf + i * t->entsize;
 
-	if (e->is64) {
-		Elf64_Sym v;
-
-		memcpy(&v, p, sizeof(v));
-		*s = (GElf_Sym){.st_name = v.st_name,
-				.st_info = v.st_info,
-				.st_shndx = v.st_shndx,
-				.st_value = v.st_value,
-				.st_size = v.st_size};
-	} else {
-		Elf32_Sym v;
-
-		memcpy(&v, p, sizeof(v));
-		*s = (GElf_Sym){.st_name = v.st_name,
-				.st_info = v.st_info,
-				.st_shndx = v.st_shndx,
-				.st_value = v.st_value,
-				.st_size = v.st_size};
-	}
+	if (e->is64)
+		SYM_FROM(Elf64_Sym, p, s);
+	else
+		SYM_FROM(Elf32_Sym, p, s);
 }
 
 static int lookup_in(struct elfsym *e, struct symtab *t, const char *name, uint64_t *value,
