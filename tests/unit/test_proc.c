@@ -3,7 +3,8 @@
  * The /proc readers (proc.h): the stat parser on lines whose comm holds
  * spaces, parentheses and ") " itself (any user picks its comm), the CapEff
  * parser, and each reader against this process and a child with a hostile
- * comm, compared with what the kernel says through other calls.
+ * comm, compared with what the kernel says through other calls; and the
+ * safe opener of target-named files (proc_root.h) on planted FIFOs.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -15,11 +16,15 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "diag.h"
 #include "proc.h"
+#include "proc_root.h"
 
 static void test_stat_parse(void **state)
 {
@@ -134,13 +139,54 @@ static void test_hostile_comm(void **state)
 	close(fds[1]);
 }
 
+/* The one safe opener of target files: a FIFO, a directory or a symlink to
+ * a FIFO under the name is refused at once (naming its type), never opened
+ * (an open of a FIFO for reading blocks until a writer comes); a regular
+ * file is opened O_NONBLOCK. Through openat2 and through the by-hand walk. */
+static void test_safe_open(void **state)
+{
+	char dir[] = "/tmp/bpfpy-test-proc.XXXXXX", p[128];
+	static const char *const bad[] = {"fifo", "sub", "link_to_fifo"};
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/sub", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/link_to_fifo", dir);
+	assert_int_equal(symlink("fifo", p), 0);
+	snprintf(p, sizeof(p), "%s/file", dir);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	for (int no2 = 0; no2 < 2; no2++) {
+		proc_root_no_openat2 = no2;
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			struct diag d = {0};
+
+			snprintf(p, sizeof(p), "%s/%s", dir, bad[i]);
+			assert_int_equal(proc_root_open_file(getpid(), p, &d), -1);
+			assert_non_null(strstr(d.msg, "not a regular file"));
+			assert_int_equal(open_regular_nonblock(AT_FDCWD, p, NULL), -1);
+			assert_int_equal(proc_target_file_open(getpid(), p, NULL), -1);
+		}
+		snprintf(p, sizeof(p), "%s/file", dir);
+		int fd = proc_root_open_file(getpid(), p, NULL);
+
+		assert_true(fd >= 0);
+		assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+		close(fd);
+	}
+	proc_root_no_openat2 = 0;
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_stat_parse),
-	    cmocka_unit_test(test_cap_eff_parse),
-	    cmocka_unit_test(test_self),
-	    cmocka_unit_test(test_hostile_comm),
+	    cmocka_unit_test(test_stat_parse), cmocka_unit_test(test_cap_eff_parse),
+	    cmocka_unit_test(test_self),       cmocka_unit_test(test_hostile_comm),
+	    cmocka_unit_test(test_safe_open),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
