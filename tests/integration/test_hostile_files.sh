@@ -116,7 +116,7 @@ if [ -x "$SID/usr/bin/python3.15" ]; then
 else
 	echo "note: no sid chroot: rows H4, H5 skipped"
 fi
-cleanup_chr() { [ -n "$CHR" ] && rm -rf "$CHR"; cleanup; }
+cleanup_chr() { cleanup; [ -z "$CHR" ] || rm -rf "$CHR"; }
 trap cleanup_chr EXIT
 
 # run NAME CMD...: under a 30 s hard timeout, /usr/bin/time and strace;
