@@ -17,7 +17,7 @@ FUZZ_TARGETS := linetable debug_offsets elf rules walker
 
 fuzz_src_linetable := user/python/linetable.c
 fuzz_src_debug_offsets := user/python/py_offsets.c user/base/diag.c
-fuzz_src_elf := user/target/elf_symbols.c user/base/diag.c
+fuzz_src_elf := user/target/elf_file.c user/target/proc_root.c user/base/diag.c
 fuzz_libs_elf := -lelf -lz
 fuzz_src_rules := user/oracle/rules.c user/base/diag.c
 fuzz_src_walker := user/python/stack_reader.c user/target/mem_reader.c user/python/code_cache.c user/python/pystr.c \

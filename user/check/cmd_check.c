@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "diag.h"
 #include "hostcheck.skel.h"
+#include "proc.h"
 
 struct check_opts {
 	int verbose;
@@ -83,21 +84,6 @@ __attribute__((noinline)) int bpfpy_check_uprobe_target(int x)
 	return x + 1;
 }
 
-static int capability_held(int cap)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char buf[256];
-	unsigned long long eff = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if (sscanf(buf, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	return (eff >> cap) & 1;
-}
-
 static void check_caps(void)
 {
 	static const struct {
@@ -112,7 +98,7 @@ static void check_caps(void)
 	char detail[160];
 
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
-		int held = capability_held(caps[i].cap);
+		int held = proc_self_has_cap(caps[i].cap);
 
 		snprintf(detail, sizeof(detail), "%s: %s", held ? "held" : "missing", caps[i].why);
 		/* CAP_SYS_ADMIN is informational: CAP_BPF+CAP_PERFMON replace it. */
@@ -203,16 +189,12 @@ static void check_uprobe(void)
 static void check_ptrace(void)
 {
 	char detail[200], scope[16] = "?";
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	int yama = proc_yama_ptrace_scope();
 	pid_t child;
 	int st, err = 0;
 
-	if (f) {
-		if (!fgets(scope, sizeof(scope), f))
-			scope[0] = '?';
-		scope[strcspn(scope, "\n")] = 0;
-		fclose(f);
-	}
+	if (yama >= 0)
+		snprintf(scope, sizeof(scope), "%d", yama);
 	child = fork();
 	if (child < 0) {
 		line(0, 0, "ptrace seize/interrupt", strerror(errno));

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "oracle_html.h"
 #include "oracle_run.h"
+#include "proc.h"
 #include "ptrace_stop.h"
 #include "signals.h"
 

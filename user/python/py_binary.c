@@ -2,8 +2,9 @@
 #include "py_binary.h"
 
 #include "diag.h"
-#include "elf_symbols.h"
+#include "elf_file.h"
 #include "mem_reader.h"
+#include "proc.h"
 #include "proc_maps.h"
 #include "proc_root.h"
 #include "py_offsets.h"
@@ -50,40 +51,6 @@ int py_version_from_name(const char *path, int *major, int *minor)
 	*major = (int)ma;
 	*minor = (int)mi;
 	return 0;
-}
-
-static void read_comm(pid_t pid, char *buf, size_t len)
-{
-	char p[64];
-	FILE *f;
-
-	snprintf(buf, len, "?");
-	snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
-	f = fopen(p, "re");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
-/* The state letter from /proc/PID/stat, after the parenthesized comm (which
- * may itself contain ") "). 0 if unknown. */
-static char proc_state(pid_t pid)
-{
-	char p[64], buf[512], *s;
-	FILE *f;
-	size_t n;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	f = fopen(p, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	s = strrchr(buf, ')');
-	return s && s[1] == ' ' ? s[2] : 0;
 }
 
 static const char *base_name(const char *path)
@@ -142,47 +109,50 @@ static int fd_inode_is(int fd, uint64_t ino)
 }
 
 /*
- * Open a mapped file. /proc/PID/maps prints paths relative to the reader's
- * root in the target's mount namespace, so for a container the path is the
- * container's (found under /proc/PID/root), while for a chroot in our own
- * namespace it is already a host path. We try both, then the kernel's own
- * handle on the mapping (/proc/PID/map_files, which also reaches deleted
- * files), and take the first whose inode is the one in maps. Only the
- * inode is compared: on overlayfs the device differs between the two views.
+ * Open a mapped file, only by the two safe routes (proc_root.h): its name
+ * resolved inside the target's root (maps prints it relative to our root
+ * in the target's mount namespace, so proc_root_path cuts a chroot's
+ * directory off first), else the kernel's own handle on the mapping
+ * (/proc/PID/map_files, which also reaches deleted files). Never the name
+ * on the host: a chroot's owner can make it a symlink to any host file, or
+ * a FIFO. A deleted file's name now belongs to something else and is not
+ * tried. The first whose inode is the one in maps wins; only the inode is
+ * compared: on overlayfs the device differs between the two views.
  */
+/* The name we opened a file by, for messages and for trace. A name too long
+ * for the buffer is cut (the open itself used the whole path). */
+static void root_name(char *host, size_t hlen, pid_t pid, const char *rel)
+{
+	if ((size_t)snprintf(host, hlen, "/proc/%d/root%s", (int)pid, rel) >= hlen && hlen)
+		host[hlen - 1] = '\0';
+}
+
 static int open_mapped(pid_t pid, const struct proc_map *map, char *host, size_t hlen,
 		       struct diag *d)
 {
-	char alt[PATH_MAX];
+	struct diag pd = {0}, md = {0};
+	char rel[PATH_MAX];
 	int first = -1, fd;
 
-	fd = proc_root_open(pid, map->path, O_RDONLY, d);
-	if (fd >= 0) {
-		snprintf(host, hlen, "/proc/%d/root%s", (int)pid, map->path);
-		if (fd_inode_is(fd, map->inode))
-			return fd;
-		first = fd;
-	} else if (d && d->code == EXIT_NO_PROCESS) {
-		return -1;
-	}
-	if (proc_same_mount_ns(pid) == 1) {
-		fd = open(map->path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && fd_inode_is(fd, map->inode)) {
-			if (first >= 0)
-				close(first);
-			snprintf(host, hlen, "%s", map->path);
-			return fd;
+	if (!map->deleted && !proc_root_path(pid, map->path, rel, sizeof(rel))) {
+		fd = proc_root_open_file(pid, rel, &pd);
+		if (fd >= 0) {
+			root_name(host, hlen, pid, rel);
+			if (fd_inode_is(fd, map->inode))
+				return fd;
+			first = fd;
+		} else if (pd.code == EXIT_NO_PROCESS) {
+			if (d)
+				*d = pd;
+			return -1;
 		}
-		if (fd >= 0)
-			close(fd);
 	}
-	snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)map->start, (unsigned long long)map->end);
-	fd = open(alt, O_RDONLY | O_CLOEXEC);
+	fd = proc_map_file_open(pid, map->start, map->end, &md);
 	if (fd >= 0 && fd_inode_is(fd, map->inode)) {
 		if (first >= 0)
 			close(first);
-		snprintf(host, hlen, "%s", alt);
+		snprintf(host, hlen, "/proc/%d/map_files/%llx-%llx", (int)pid,
+			 (unsigned long long)map->start, (unsigned long long)map->end);
 		return fd;
 	}
 	if (fd >= 0)
@@ -190,9 +160,13 @@ static int open_mapped(pid_t pid, const struct proc_map *map, char *host, size_t
 	if (first >= 0) {
 		/* Same name, different inode: the file was replaced after the
 		 * target mapped it, and the old one is out of reach. */
-		snprintf(host, hlen, "/proc/%d/root%s", (int)pid, map->path);
+		root_name(host, hlen, pid, rel);
 		return first;
 	}
+	/* The name's failure says more (a FIFO, a permission) unless the
+	 * process is gone or there was no name to try. */
+	if (d)
+		*d = pd.code && md.code != EXIT_NO_PROCESS ? pd : md;
 	if (d && !d->code)
 		diag_set(d, EXIT_FAIL, "pid %d: cannot open %s", (int)pid, map->path);
 	return -1;
@@ -290,9 +264,9 @@ int py_binary_find(pid_t pid, struct py_binary *b, struct diag *d)
 		return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", (int)pid);
 	if (proc_maps_read(pid, &m, d))
 		return -1;
-	read_comm(pid, comm, sizeof(comm));
+	proc_comm(pid, comm, sizeof(comm));
 	if (!m.n) {
-		if (proc_state(pid) == 'Z')
+		if (proc_state(pid, 0) == 'Z')
 			diag_set(d, EXIT_NO_PROCESS, "pid %d (%s): has exited (a zombie)", (int)pid,
 				 comm);
 		else

@@ -1,25 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "py_process.h"
 
+#include "proc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-
-void proc_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	snprintf(buf, len, "?");
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = 0;
-	fclose(f);
-}
 
 /* 3.13+ describe themselves; read as much of _Py_DebugOffsets as is mapped. */
 static int offsets_from_target(struct py_process *p, struct diag *d)
@@ -56,19 +43,6 @@ static void find_gil(struct py_process *p)
 	py_gil_addrs(&p->extra, p->bin.runtime_addr, gil_state, &locked, &holder);
 	p->cfg.gil_locked_addr = locked;
 	p->cfg.gil_holder_addr = holder;
-}
-
-int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &st))
-		return -1;
-	*dev = (unsigned long long)st.st_dev;
-	*ino = (unsigned long long)st.st_ino;
-	return 0;
 }
 
 int py_process_execd(const struct py_process *p, struct diag *d)

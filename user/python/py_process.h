@@ -40,11 +40,4 @@ int py_process_open(struct py_process *p, pid_t pid, unsigned max_depth, struct 
  * (A re-exec of the same file is not told apart: same file, same layout.) */
 int py_process_execd(const struct py_process *p, struct diag *d);
 
-/* Identity (device, inode) of the file /proc/PID/exe names: it changes when
- * the process execs another program. 0, or -1 if the process is gone. */
-int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino);
-
-/* Read /proc/PID/comm into buf ("?" if gone). */
-void proc_comm(pid_t pid, char *buf, size_t len);
-
 #endif /* PY_PROCESS_H */

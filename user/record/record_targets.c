@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record_targets.h"
 #include "monotime.h"
+#include "proc.h"
 #include "text_escape.h"
 
 #include <dirent.h>
@@ -14,47 +15,6 @@
 /* A process just started has no interpreter for a few milliseconds: it is
  * retried on this many scans before being written off. */
 #define NOT_READY_TRIES 40
-
-unsigned long long proc_starttime(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return 0;
-	}
-	fclose(f);
-	/* comm may hold spaces and parentheses: fields restart after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-			 "%*d %*d %*d %llu",
-			 &v) != 1)
-		return 0;
-	return v;
-}
-
-static pid_t proc_ppid(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	int ppid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) != NULL)
-		sscanf(p + 2, "%*c %d", &ppid);
-	fclose(f);
-	return ppid;
-}
 
 struct rec_target *targets_find(struct target_set *ts, pid_t pid)
 {

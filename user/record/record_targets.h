@@ -81,6 +81,4 @@ struct rec_target *targets_find(struct target_set *ts, pid_t pid);
 size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out);
 void targets_free(struct target_set *ts);
 
-unsigned long long proc_starttime(pid_t pid);
-
 #endif /* RECORD_TARGETS_H */

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "proc.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
 
@@ -41,31 +42,6 @@ struct bpf_sampler {
 	int targets_grow;
 	int nprocs;
 };
-
-int online_cpus(int *cpus, int max)
-{
-	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
-	int n = 0, a, b;
-	char sep;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%d", &a) == 1) {
-		b = a;
-		if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
-			if (fscanf(f, "%d", &b) != 1)
-				break;
-			if (fscanf(f, "%c", &sep) != 1)
-				sep = '\n';
-		}
-		for (int c = a; c <= b && n < max; c++)
-			cpus[n++] = c;
-		if (sep != ',')
-			break;
-	}
-	fclose(f);
-	return n;
-}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {

@@ -57,7 +57,4 @@ double bpf_sampler_keep_prob(const struct bpf_sampler *s);
 int bpf_sampler_ncpus(const struct bpf_sampler *s);
 void bpf_sampler_close(struct bpf_sampler *s);
 
-/* Online CPUs as a list, from /sys/devices/system/cpu/online. Returns count. */
-int online_cpus(int *cpus, int max);
-
 #endif /* BPF_SAMPLER_H */

@@ -232,3 +232,127 @@ int proc_ns_note(pid_t pid, char *buf, size_t len)
 		return -1;
 	return (size_t)n < len ? n : (int)(len ? len - 1 : 0);
 }
+
+static const char *type_name(mode_t m)
+{
+	return S_ISFIFO(m)   ? "a FIFO"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISDIR(m)  ? "a directory"
+	       : S_ISLNK(m)  ? "a symbolic link"
+			     : "not a regular file";
+}
+
+/* The shared second half of every safe open: pathfd (O_PATH, consumed) must
+ * be a regular file, which is then opened without blocking. */
+static int reopen_regular(int pathfd, const char *what, struct diag *d)
+{
+	char self[64];
+	struct stat st;
+	int fd, err;
+
+	if (fstat(pathfd, &st)) {
+		err = errno;
+		close(pathfd);
+		return diag_errno(d, err, "%s: fstat", what);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(pathfd);
+		return diag_set(d, EXIT_FAIL, "%s is %s, not a regular file: not opened", what,
+				type_name(st.st_mode));
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	err = errno;
+	close(pathfd);
+	if (fd < 0)
+		return diag_errno(d, err, "%s: cannot open", what);
+	return fd;
+}
+
+int proc_root_open_file(pid_t pid, const char *path, struct diag *d)
+{
+	char what[PATH_MAX + 32];
+	int pfd = proc_root_open(pid, path, O_PATH, d);
+
+	if (pfd < 0)
+		return -1;
+	snprintf(what, sizeof(what), "pid %d: %s", (int)pid, path);
+	return reopen_regular(pfd, what, d);
+}
+
+int proc_map_file_open(pid_t pid, uint64_t start, uint64_t end, struct diag *d)
+{
+	char p[128];
+	int pfd;
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	/* The link is the kernel's own reference to the mapped file, not a
+	 * path walk: following it cannot leave the mapping. */
+	pfd = open(p, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
+		if (proc_gone(pid))
+			return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", (int)pid);
+		return diag_errno(d, errno, "pid %d: cannot open %s", (int)pid, p);
+	}
+	return reopen_regular(pfd, p, d);
+}
+
+int proc_root_path(pid_t pid, const char *maps_path, char *out, size_t len)
+{
+	char p[64], root[PATH_MAX];
+	ssize_t n;
+
+	if (maps_path[0] != '/')
+		return -1;
+	if (proc_same_mount_ns(pid) != 1 || proc_same_root(pid) == 1) {
+		if ((size_t)snprintf(out, len, "%s", maps_path) >= len)
+			return -1;
+		return 0;
+	}
+	/* A chroot in our mount namespace: maps prints our path for the file;
+	 * the kernel's link for the target's root says which part is the
+	 * chroot's directory. */
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	n = readlink(p, root, sizeof(root) - 1);
+	if (n <= 0)
+		return -1;
+	root[n] = '\0';
+	if (strncmp(maps_path, root, (size_t)n) || maps_path[n] != '/')
+		return -1;
+	if ((size_t)snprintf(out, len, "%s", maps_path + n) >= len)
+		return -1;
+	return 0;
+}
+
+int proc_target_file_open(pid_t pid, const char *path, struct diag *d)
+{
+	char pre[64], rel[PATH_MAX];
+	unsigned long long start, end;
+	int n, used = 0;
+
+	n = snprintf(pre, sizeof(pre), "/proc/%d/map_files/", (int)pid);
+	if (!strncmp(path, pre, (size_t)n)) {
+		if (sscanf(path + n, "%llx-%llx%n", &start, &end, &used) == 2 && !path[n + used])
+			return proc_map_file_open(pid, start, end, d);
+		return diag_set(d, EXIT_FAIL, "pid %d: bad map_files name %s", (int)pid, path);
+	}
+	n = snprintf(pre, sizeof(pre), "/proc/%d/root/", (int)pid);
+	if (!strncmp(path, pre, (size_t)n))
+		return proc_root_open_file(pid, path + n - 1, d);
+	if (proc_root_path(pid, path, rel, sizeof(rel)))
+		return diag_set(d, EXIT_FAIL, "pid %d: %s is outside its root: not opened",
+				(int)pid, path);
+	return proc_root_open_file(pid, rel, d);
+}
+
+int open_regular_nonblock(int dirfd, const char *path, struct diag *d)
+{
+	int pfd = openat(dirfd, path, O_PATH | O_CLOEXEC);
+
+	if (pfd < 0)
+		return diag_errno(d, errno, "cannot open %s", path);
+	return reopen_regular(pfd, path, d);
+}

@@ -9,6 +9,7 @@
 #define PROC_ROOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct diag;
@@ -18,6 +19,41 @@ struct diag;
  * (EXIT_NO_PROCESS when the process is gone, EXIT_PERMISSION naming
  * CAP_SYS_PTRACE, EXIT_FAIL otherwise). */
 int proc_root_open(pid_t pid, const char *path, int flags, struct diag *d);
+
+/*
+ * The one way bpfpy opens a file that a target names, for reading. The name
+ * is resolved inside the target's root (as proc_root_open) to an O_PATH
+ * handle, which opens nothing and so cannot block; fstat must find a
+ * regular file (not a FIFO, device, socket or directory the target planted
+ * under the name); only then is the same inode opened for real, through
+ * /proc/self/fd/N, with O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.
+ * Returns an fd, or -1 with d set as proc_root_open (EXIT_FAIL naming the
+ * file type when it is not a regular file).
+ */
+int proc_root_open_file(pid_t pid, const char *path, struct diag *d);
+
+/* The same through the kernel's own handle on a mapping of pid,
+ * /proc/PID/map_files/START-END (reaches deleted and replaced files; needs
+ * CAP_SYS_ADMIN). */
+int proc_map_file_open(pid_t pid, uint64_t start, uint64_t end, struct diag *d);
+
+/* A file of pid by any of the names bpfpy keeps for one:
+ * /proc/PID/map_files/START-END, /proc/PID/root/PATH, or a path as
+ * /proc/PID/maps prints it (host-relative for a chroot in our mount
+ * namespace: translated into the target's root first, never opened on the
+ * host). */
+int proc_target_file_open(pid_t pid, const char *path, struct diag *d);
+
+/* A path as /proc/PID/maps prints it, made relative to the target's root:
+ * the same path for a target in our root or another mount namespace; for a
+ * chroot in our namespace, the path with the chroot's directory cut off.
+ * 0, or -1 if the path lies outside the target's root. */
+int proc_root_path(pid_t pid, const char *maps_path, char *out, size_t len);
+
+/* For files bpfpy itself is told to read (its command line, tests), opened
+ * by the same rules except confinement: O_PATH, S_ISREG, reopen. dirfd as in
+ * openat(2). */
+int open_regular_nonblock(int dirfd, const char *path, struct diag *d);
 
 /* Set by the unit tests: behave as on a kernel without openat2 (before 5.6),
  * where the same confinement is done one path component at a time. */

@@ -30,6 +30,7 @@
 
 #include "monotime.h"
 #include "privilege.h"
+#include "proc.h"
 #include "signals.h"
 
 #include <dirent.h>
@@ -126,69 +127,23 @@ static int add_thread(struct stopper *s, pid_t tid, int state, struct diag *d)
 	return 0;
 }
 
-/* Reads "Field:\t<int>" from a /proc status file; -1 if absent. */
-static long proc_status_field(pid_t pid, pid_t tid, const char *field)
-{
-	char path[64], line[256];
-	size_t n = strlen(field);
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, field, n) && line[n] == ':') {
-			v = strtol(line + n + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return v;
-}
-
 /* Is /proc's state letter of the thread Z or X (or is it gone)? */
 static int thread_dead(pid_t pid, pid_t tid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n = -1;
-	FILE *f;
+	char st = proc_state(pid, tid);
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	f = fopen(path, "re");
-	if (f) {
-		n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static int has_cap_sys_ptrace(void)
-{
-	return (priv_caps_effective() >> PRIV_CAP_SYS_PTRACE) & 1;
+	return !st || st == 'Z' || st == 'X';
 }
 
 /* EPERM from PTRACE_SEIZE has three usual causes; the user needs to know
  * which one to fix, so look at each before blaming capabilities. */
 static int seize_eperm(struct stopper *s, pid_t tid, long tracer, struct diag *d)
 {
-	char comm[64] = "?", path[64];
-	int yama = -1;
-	FILE *f;
+	char comm[64];
+	int yama;
 
 	if (tracer > 0) {
-		snprintf(path, sizeof(path), "/proc/%ld/comm", tracer);
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(f);
-		}
+		proc_comm((pid_t)tracer, comm, sizeof(comm));
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: already traced by pid %ld (%s) "
 			 "(TracerPid in /proc/%d/status); a thread has one tracer at most "
@@ -198,24 +153,19 @@ static int seize_eperm(struct stopper *s, pid_t tid, long tracer, struct diag *d
 		d->sys_errno = EPERM;
 		return -1;
 	}
-	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	if (f) {
-		if (fscanf(f, "%d", &yama) != 1)
-			yama = -1;
-		fclose(f);
-	}
+	yama = proc_yama_ptrace_scope();
 	if (yama == 3) {
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: kernel.yama.ptrace_scope=3 forbids "
 			 "ptrace attach for everyone until reboot",
 			 s->pid, tid);
-	} else if (yama >= 1 && !has_cap_sys_ptrace()) {
+	} else if (yama >= 1 && !proc_self_has_cap(PRIV_CAP_SYS_PTRACE)) {
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: kernel.yama.ptrace_scope=%d allows "
 			 "attaching to a non-child only with CAP_SYS_PTRACE (run as root, or "
 			 "sysctl kernel.yama.ptrace_scope=0)",
 			 s->pid, tid, yama);
-	} else if (!has_cap_sys_ptrace()) {
+	} else if (!proc_self_has_cap(PRIV_CAP_SYS_PTRACE)) {
 		diag_set(d, EXIT_PERMISSION,
 			 "pid %d: cannot trace thread %d: Operation not permitted (needs "
 			 "CAP_SYS_PTRACE: run as root; in a container add --cap-add SYS_PTRACE "

@@ -29,7 +29,7 @@
 #include "profile.h"
 #include "signals.h"
 #include "py_process.h"
-#include "record_targets.h" /* proc_starttime */
+#include "proc.h"
 #include "text_escape.h"
 #include "trace_model.h"
 #include "trace_probes.h"

@@ -10,9 +10,9 @@
 
 #include "diag.h"
 #include "proc_maps.h"
+#include "elf_file.h"
 #include "py_offsets.h"
 #include "text_escape.h"
-#include "trace_elf.h"
 
 /* CPython's markers (Include/pydtrace.d) and how we show them. Only two
  * arguments cross the ring buffer; the third of function__* (lineno) is the
@@ -104,7 +104,7 @@ int trace_list(FILE *f, struct py_process *p, struct diag *d)
 	int n;
 
 	fix_interpreter_path(p);
-	n = usdt_list(p->bin.path, &v, d);
+	n = usdt_list(p->pid, p->bin.path, &v, d);
 	if (n < 0)
 		return -1;
 	{
@@ -354,7 +354,7 @@ static int add_uprobe(struct trace_data *td, struct py_process *p, int kind, con
 	tp->add = add;
 	snprintf(tp->symbol, sizeof(tp->symbol), "%s", sym);
 	if (resolve_binary(p, bin, tp->path, sizeof(tp->path), d) ||
-	    elf_symbol_file_offset(tp->path, sym, add, &tp->file_off, d)) {
+	    elf_symbol_file_offset(p->pid, tp->path, sym, add, &tp->file_off, d)) {
 		td->nprobes--;
 		return -1;
 	}
@@ -415,7 +415,7 @@ int trace_probes_resolve(struct trace_data *td, struct py_process *p,
 	int n, ret = 0;
 
 	fix_interpreter_path(p);
-	n = usdt_list(p->bin.path, &v, d);
+	n = usdt_list(p->pid, p->bin.path, &v, d);
 	if (n < 0)
 		return -1;
 	if (calls) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * elf_symbols over the real interpreters installed here: every pyenv
+ * The ELF reader (elf_file.h) over the real interpreters installed here: every pyenv
  * libpython, Debian's /usr/bin/python3.11, and the Debian sid chroot's
  * python3.14/3.15 when that chroot exists. Expected values come from the
  * interpreters themselves (sys.hexversion) and from binutils, never from a
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elf.h>
@@ -25,7 +26,7 @@
 #include <cmocka.h>
 
 #include "diag.h"
-#include "elf_symbols.h"
+#include "elf_file.h"
 
 #define SID	    "/var/cache/bpfpy/sid"
 #define MAX_TARGETS 32
@@ -341,6 +342,122 @@ static void test_hostile(void **state)
 	free(mut);
 }
 
+/*
+ * Sparse hostile copies of a real executable (issue 11 rows 1 and 2): a
+ * section header claims 2 GiB inside a file made that long by a hole, so
+ * a size check against the file passes and only a cap stops the read.
+ */
+#define HOSTILE_SRC "/usr/bin/python3.11"
+#define GIB2	    (2ull << 30)
+
+static long max_rss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Copy HOSTILE_SRC to a fresh sparse file of GIB2 + 1 MiB, set section
+ * name's sh_size to size, and if descsz is not 0 the first note's n_descsz
+ * to descsz. Returns the path (static), or NULL (then the test skips). */
+static const char *make_sparse(const char *name, uint64_t size, uint32_t descsz)
+{
+	static char path[64];
+	struct stat st;
+	unsigned char *buf;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *sh;
+	const char *names;
+	int in, out, found = 0;
+
+	in = open(HOSTILE_SRC, O_RDONLY);
+	if (in < 0)
+		return NULL;
+	assert_int_equal(fstat(in, &st), 0);
+	buf = malloc((size_t)st.st_size);
+	assert_non_null(buf);
+	assert_int_equal(read(in, buf, (size_t)st.st_size), st.st_size);
+	close(in);
+	eh = (Elf64_Ehdr *)buf;
+	sh = (Elf64_Shdr *)(buf + eh->e_shoff);
+	names = (const char *)buf + sh[eh->e_shstrndx].sh_offset;
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (strcmp(names + sh[i].sh_name, name))
+			continue;
+		sh[i].sh_size = size;
+		if (descsz)
+			memcpy(buf + sh[i].sh_offset + 4, &descsz, 4);
+		found = 1;
+		break;
+	}
+	assert_true(found);
+	snprintf(path, sizeof(path), "/tmp/bpfpy-test-elf.XXXXXX");
+	out = mkstemp(path);
+	assert_true(out >= 0);
+	assert_int_equal(write(out, buf, (size_t)st.st_size), st.st_size);
+	assert_int_equal(ftruncate(out, (off_t)(GIB2 + (1u << 20))), 0);
+	close(out);
+	free(buf);
+	return path;
+}
+
+/* Row 1: n_descsz = 0x80000000 (2 * n + 1 wraps to 1 in 32 bits). */
+static void test_note_overflow(void **state)
+{
+	const char *path = make_sparse(".note.gnu.build-id", 0x80000000ull + 64, 0x80000000u);
+	long rss0 = max_rss_kb();
+	struct elfsym *e;
+	char id[65];
+	uint64_t v;
+
+	(void)state;
+	if (!path)
+		skip();
+	e = elfsym_open_path(path, NULL);
+	assert_non_null(e);
+	assert_int_equal(elfsym_build_id(e, id, sizeof(id)), -1);
+	assert_int_equal(elfsym_lookup(e, "Py_Initialize", &v, NULL), 0);
+	elfsym_close(e);
+	unlink(path);
+	assert_true(max_rss_kb() - rss0 < 64 * 1024);
+}
+
+/* Row 2: tables claiming 2 GiB are refused, not read; the rest still works. */
+static void test_oversized_sections(void **state)
+{
+	static const char *const secs[] = {".note.gnu.build-id", ".dynsym", ".dynstr", ".shstrtab",
+					   ".note.stapsdt"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+		const char *path = make_sparse(secs[i], GIB2 - GIB2 % 24, 0);
+		long rss0 = max_rss_kb();
+		struct usdt_probe *v = NULL;
+		struct elfsym *e;
+		uint64_t a, base;
+		char id[65];
+		int is_sym = !strcmp(secs[i], ".dynsym") || !strcmp(secs[i], ".dynstr");
+
+		if (!path)
+			skip();
+		e = elfsym_open_path(path, NULL);
+		assert_non_null(e);
+		/* A stripped executable: .dynsym is its only symbol table. */
+		assert_int_equal(elfsym_lookup(e, "Py_Initialize", &a, NULL), is_sym ? -1 : 0);
+		assert_int_equal(elfsym_build_id(e, id, sizeof(id)),
+				 !strcmp(secs[i], ".note.gnu.build-id") ? -1 : 0);
+		assert_true(elfsym_usdt(e, &v, NULL) >= 0);
+		free(v);
+		assert_int_equal(elfsym_load_base(e, &base), 0);
+		elfsym_close(e);
+		unlink(path);
+		if (max_rss_kb() - rss0 >= 64 * 1024)
+			fail_msg("%s claiming 2 GiB: max RSS grew by %ld kB", secs[i],
+				 max_rss_kb() - rss0);
+	}
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[MAX_TARGETS + 8];
@@ -358,5 +475,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_read_bounds);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_not_elf);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hostile);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_note_overflow);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversized_sections);
 	return _cmocka_run_group_tests("elf_symbols", tests, n, NULL, NULL);
 }

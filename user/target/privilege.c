@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "privilege.h"
+#include "proc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,33 +9,9 @@
 
 uint64_t priv_caps_effective(void)
 {
-	char line[256];
-	uint64_t eff = 0;
-	FILE *f = fopen("/proc/self/status", "re");
+	uint64_t eff;
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "CapEff:", 7)) {
-			eff = strtoull(line + 7, NULL, 16);
-			break;
-		}
-	}
-	fclose(f);
-	return eff;
-}
-
-static int yama_scope(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return proc_self_cap_eff(&eff) ? 0 : eff;
 }
 
 void priv_explain(char *buf, size_t len)
@@ -53,7 +30,7 @@ void priv_explain(char *buf, size_t len)
 	uint64_t caps = priv_caps_effective();
 	unsigned uid = (unsigned)geteuid();
 	char held[160] = "";
-	int yama = yama_scope();
+	int yama = proc_yama_ptrace_scope();
 
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (!((caps >> known[i].cap) & 1))

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* /proc/PID/stat is one line of at most ~700 bytes (comm is 16 of them);
+ * /proc/PID/status is ~1.5 KiB. Anything past these buffers is not read. */
+#define STAT_MAX   1024
+#define STATUS_MAX 8192
+
+/* Read a small /proc file whole (bounded) into buf, NUL-terminated.
+ * Returns its length, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t n = 0;
+
+	if (fd < 0)
+		return -1;
+	while (n < len - 1) {
+		ssize_t r = read(fd, buf + n, len - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return n ? (ssize_t)n : -1;
+}
+
+int proc_stat_parse(const char *line, struct proc_stat *st)
+{
+	const char *p = strrchr(line, ')');
+	int ppid;
+
+	if (!strchr(line, '(') || !p || p[1] != ' ' || !p[2])
+		return -1;
+	memset(st, 0, sizeof(*st));
+	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime cutime cstime priority nice num_threads
+	 * itrealvalue starttime (fields 3-22 of proc(5)) */
+	if (sscanf(p + 2,
+		   "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+		   "%*d %*d %*d %llu",
+		   &st->state, &ppid, &st->starttime) != 3)
+		return -1;
+	st->ppid = (pid_t)ppid;
+	return 0;
+}
+
+int proc_stat_read(pid_t pid, pid_t tid, struct proc_stat *st)
+{
+	char path[64], buf[STAT_MAX];
+
+	if (tid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	return proc_stat_parse(buf, st);
+}
+
+unsigned long long proc_starttime(pid_t pid)
+{
+	struct proc_stat st;
+
+	return proc_stat_read(pid, 0, &st) ? 0 : st.starttime;
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	struct proc_stat st;
+
+	return proc_stat_read(pid, 0, &st) ? 0 : st.ppid;
+}
+
+char proc_state(pid_t pid, pid_t tid)
+{
+	struct proc_stat st;
+
+	return proc_stat_read(pid, tid, &st) ? 0 : st.state;
+}
+
+void proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64], tmp[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (read_small(path, tmp, sizeof(tmp)) < 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	tmp[strcspn(tmp, "\n")] = '\0';
+	snprintf(buf, len, "%s", tmp);
+}
+
+int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st))
+		return -1;
+	*dev = (unsigned long long)st.st_dev;
+	*ino = (unsigned long long)st.st_ino;
+	return 0;
+}
+
+/* The value after "field:" at the start of a line of status text. */
+static const char *status_value(const char *text, const char *field)
+{
+	size_t n = strlen(field);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, field, n) && l[n] == ':')
+			return l + n + 1;
+	return NULL;
+}
+
+long proc_status_field(pid_t pid, pid_t tid, const char *field)
+{
+	char path[64], buf[STATUS_MAX];
+	const char *v;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (read_small(path, buf, sizeof(buf)) < 0 || !(v = status_value(buf, field)))
+		return -1;
+	return strtol(v, NULL, 10);
+}
+
+int proc_parse_cap_eff(const char *status, uint64_t *eff)
+{
+	const char *v = status_value(status, "CapEff");
+	char *end;
+
+	if (!v)
+		return -1;
+	errno = 0;
+	*eff = strtoull(v, &end, 16);
+	return errno || end == v ? -1 : 0;
+}
+
+int proc_self_cap_eff(uint64_t *eff)
+{
+	char buf[STATUS_MAX];
+
+	if (read_small("/proc/self/status", buf, sizeof(buf)) < 0)
+		return -1;
+	return proc_parse_cap_eff(buf, eff);
+}
+
+int proc_self_has_cap(int cap)
+{
+	uint64_t eff;
+
+	if (cap < 0 || cap > 63 || proc_self_cap_eff(&eff))
+		return 0;
+	return (int)((eff >> cap) & 1);
+}
+
+int proc_yama_ptrace_scope(void)
+{
+	char buf[16];
+
+	if (read_small("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) < 0 ||
+	    buf[0] < '0' || buf[0] > '9')
+		return -1;
+	return atoi(buf);
+}
+
+int online_cpus(int *cpus, int max)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	int n = 0, a, b;
+	char sep;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%d", &a) == 1) {
+		b = a;
+		if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+			if (fscanf(f, "%d", &b) != 1)
+				break;
+			if (fscanf(f, "%c", &sep) != 1)
+				sep = '\n';
+		}
+		for (int c = a; c <= b && n < max; c++)
+			cpus[n++] = c;
+		if (sep != ',')
+			break;
+	}
+	fclose(f);
+	return n;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What bpfpy reads about a process from /proc (and the host's CPUs from
+ * /sys), in one place: its stat line (state, parent, start time), comm,
+ * the identity of its executable, a status field, our own capabilities and
+ * the Yama ptrace scope. PID-namespace translation is in proc_ns.h. Every
+ * reader here is bounded (one line, a fixed buffer) and tells "gone" apart
+ * from a value.
+ */
+#ifndef PROC_H
+#define PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The fields of /proc/PID/stat bpfpy uses. */
+struct proc_stat {
+	char state; /* R, S, D, Z, X, t, T, ... */
+	pid_t ppid;
+	unsigned long long starttime; /* clock ticks since boot: a PID's identity */
+};
+
+/* Parse a stat line. comm, between the first '(' and the LAST ')', may hold
+ * spaces, parentheses and ") " itself, so fields are counted after the last
+ * ')'. 0, or -1 if the line is not one. */
+int proc_stat_parse(const char *line, struct proc_stat *st);
+
+/* /proc/PID/stat, or /proc/PID/task/TID/stat when tid > 0. 0, or -1 if the
+ * process (thread) is gone or unreadable. */
+int proc_stat_read(pid_t pid, pid_t tid, struct proc_stat *st);
+
+/* Shorthands: 0 when the process is gone. */
+unsigned long long proc_starttime(pid_t pid);
+pid_t proc_ppid(pid_t pid);
+/* The state letter, 0 if gone. */
+char proc_state(pid_t pid, pid_t tid);
+
+/* /proc/PID/comm into buf without its newline ("?" if gone). */
+void proc_comm(pid_t pid, char *buf, size_t len);
+
+/* Identity (device, inode) of the file /proc/PID/exe names: it changes when
+ * the process execs another program. 0, or -1 if the process is gone. */
+int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino);
+
+/* "Field:\t<int>" from /proc/PID/task/TID/status (e.g. "TracerPid"); -1 if
+ * absent or gone. */
+long proc_status_field(pid_t pid, pid_t tid, const char *field);
+
+/* The CapEff mask from status text (the whole file). 0, or -1 if absent. */
+int proc_parse_cap_eff(const char *status, uint64_t *eff);
+/* Our own effective set (CapEff of /proc/self/status): 0, or -1. */
+int proc_self_cap_eff(uint64_t *eff);
+/* 1 if we hold capability cap (CAP_* number) in our effective set. */
+int proc_self_has_cap(int cap);
+
+/* kernel.yama.ptrace_scope (0-3), or -1 without Yama. */
+int proc_yama_ptrace_scope(void);
+
+/* Online CPUs as a list, from /sys/devices/system/cpu/online. Returns count,
+ * or -1 if unreadable. */
+int online_cpus(int *cpus, int max);
+
+#endif /* PROC_H */
