@@ -103,14 +103,15 @@ struct proc_config {
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
 enum walk_error {
 	WALK_OK = 0,
-	WALK_ERR_READ_TSTATE, /* thread state not readable */
-	WALK_ERR_READ_FRAME,  /* a frame not readable (page not resident, torn) */
-	WALK_ERR_READ_CODE,   /* a code object not readable */
-	WALK_ERR_BAD_CODE,    /* a frame's code is not a code object */
-	WALK_ERR_NO_BASE,     /* 3.15: chain did not end at tstate->base_frame */
-	WALK_ERR_NO_TSTATE,   /* thread has no Python thread state */
-	WALK_ERR_NO_CONFIG,   /* process not configured */
-	WALK_ERR_CYCLE,	      /* a frame links to itself */
+	WALK_ERR_READ_TSTATE,  /* thread state not readable */
+	WALK_ERR_READ_FRAME,   /* a frame not readable (page not resident, torn) */
+	WALK_ERR_READ_CODE,    /* a code object not readable */
+	WALK_ERR_BAD_CODE,     /* a frame's code is not a code object */
+	WALK_ERR_NO_BASE,      /* 3.15: chain did not end at tstate->base_frame */
+	WALK_ERR_NO_TSTATE,    /* thread has no Python thread state */
+	WALK_ERR_NO_CONFIG,    /* process not configured */
+	WALK_ERR_CYCLE,	       /* a frame links to itself */
+	WALK_ERR_THREAD_CYCLE, /* the thread list loops (tstate->next revisits one) */
 	WALK_ERR__COUNT,
 };
 

@@ -236,20 +236,115 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	return 0;
 }
 
+/* Loop turns of a walk of depth max: skipped frames (3.12/3.13 C-stack
+ * shims, 3.14 entry frames) take a turn without output, and one can sit
+ * between every two kept frames when each Python call comes through C
+ * (sorted(key=...), __call__ of a C type), hence 2 x max, plus room at the
+ * ends. */
+#define WALK_TURNS(max) (2 * (max) + 8)
+
+#ifdef __VMLINUX_H__
+static int walk_loop_step(__u32 i, void *data)
+{
+	(void)i;
+	return walk_step((struct walk_state *)data);
+}
+#endif
+
+/*
+ * The whole walk of one thread state: set up the state, point it at the
+ * innermost frame, step until the chain ends, an error or the depth bound.
+ * A walk that ran out of turns without ending is truncated, never complete.
+ * max 0 means the deepest walk allowed. Returns w->err.
+ */
+WALK_INLINE int walk_run(struct walk_state *w, const struct proc_config *cfg, WALK_READER_T *r,
+			 struct walk_scratch *s, struct frame_rec *out, __u32 max, __u64 tstate)
+{
+	__u32 turns;
+
+#ifdef __VMLINUX_H__
+	/* Keep a constant depth (trace's 1) in a store of its own: merged by
+	 * the compiler with n = 0 into one 64-bit constant, its half would
+	 * read back as unknown, and the verifier would then follow the walk
+	 * turn by turn ("sequence of 8193 jumps is too complex"). */
+	barrier_var(max);
+#endif
+	w->cfg = cfg;
+	w->reader = r;
+	w->scratch = s;
+	w->out = out;
+	w->max = max ? max : BPFPY_MAX_DEPTH; /* walk_begin() caps it */
+	if (walk_begin(w, tstate) != WALK_OK)
+		return w->err;
+	turns = WALK_TURNS(w->max);
+#ifdef __VMLINUX_H__
+	bpf_loop(turns, walk_loop_step, w, 0);
+#else
+	for (__u32 i = 0; i < turns; i++)
+		if (walk_step(w))
+			break;
+#endif
+	if (!w->done && !w->err)
+		w->truncated = 1;
+	return w->err;
+}
+
+/* SAMPLE_GIL_* for this thread state, where the version lets us see the GIL
+ * (its locked flag and last holder); 0 when unknown or unreadable. */
+WALK_INLINE __u8 walk_gil_flags(WALK_READER_T *r, const struct proc_config *cfg, __u64 tstate)
+{
+	__u64 holder = 0;
+	__u32 locked = 0;
+
+	if (!cfg->gil_holder_addr || !cfg->gil_locked_addr)
+		return 0;
+	if (WALK_READ(r, &holder, sizeof(holder), cfg->gil_holder_addr) ||
+	    WALK_READ(r, &locked, sizeof(locked), cfg->gil_locked_addr))
+		return 0;
+	return SAMPLE_GIL_KNOWN | (locked && holder == tstate ? SAMPLE_GIL_HELD : 0);
+}
+
 /*
  * Iterate over every thread state of every interpreter, as one flat loop so
- * that BPF needs no nested bpf_loop. Call with it zeroed; each call leaves
- * the next thread state in it->tstate and returns 1, or returns 0 at the end.
+ * that BPF needs no nested bpf_loop. Call with it zeroed and step 0, then
+ * with step counting up by one per call; each call leaves the next thread
+ * state in it->tstate and returns 1, or returns 0 at the end (it->err says
+ * why, if not the list's end).
+ *
+ * A corrupt list (tstate->next, or interp->next, leading back to an earlier
+ * entry) would repeat threads until the caller's bound. Brent's algorithm
+ * catches every such loop in O(1) space: remember the entry at each step
+ * 2^k - 1 (the "mark"), and a loop is proven the moment the mark comes
+ * round again. A loop of length L entered after M entries is caught within
+ * about 2 * (M + L) steps; readers that keep what they yielded
+ * (stack_read_all) drop the repeats. The step number is the caller's: the
+ * loop index in BPF, which the verifier treats as unknown, so that the
+ * search converges instead of being unrolled (a counter kept in the
+ * iterator would be a new constant, hence a new state, at every turn).
  */
 struct tstate_iter {
 	__u64 interp;
 	__u64 tstate;
+	__u64 mark; /* Brent: the entry a loop would come back to */
 	__u32 started;
 	__u32 err;
 };
 
+/* 1 if tstate, yielded as entry number step (0, 1, ...), closes a loop of
+ * the thread list (it->err is then set). */
+WALK_INLINE int tstate_iter_loops(struct tstate_iter *it, __u64 tstate, __u32 step)
+{
+	if (tstate == it->mark) {
+		it->err = WALK_ERR_THREAD_CYCLE;
+		return 1;
+	}
+	if (!(step & (step + 1)))
+		it->mark = tstate;
+	return 0;
+}
+
 WALK_INLINE int tstate_iter_next(WALK_READER_T *r, const struct proc_config *cfg,
-				 struct tstate_iter *it)
+				 struct tstate_iter *it, __u32 step)
 {
 	const struct py_offsets *o = &cfg->off;
 
@@ -286,7 +381,7 @@ WALK_INLINE int tstate_iter_next(WALK_READER_T *r, const struct proc_config *cfg
 		if (!it->tstate)
 			return 0;
 	}
-	return 1;
+	return !tstate_iter_loops(it, it->tstate, step);
 }
 
 #endif /* FRAME_WALKER_H */
