@@ -20,6 +20,7 @@
 # The oracle only runs targets it launches itself (--python), so it cannot
 # be pointed at a namespaced process: not tested here.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ready.sh"
 use_bpfpy
 PYDIR=$ROOT_DIR/tests/integration/py
 SID=${BPFPY_SID:-/var/cache/bpfpy/sid}
@@ -40,16 +41,6 @@ READY=$TMP/ready
 mkdir -p "$READY" && chmod 1777 "$READY"
 cp "$PYDIR/ns_spin.py" "$TMP/ns_spin.py" && chmod 644 "$TMP/ns_spin.py"
 trap 'cleanup; [ -n "$WORK" ] && rm -rf "$WORK"' EXIT
-
-# wait_file FILE PID: until FILE exists (the target wrote it), 20 s at most.
-wait_file() {
-	for _ in $(seq 1 400); do
-		[ -s "$1" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
 
 # launch NAME READY_AS_HOST CMD...: run CMD in the background, wait for its
 # ready file; sets TPID to the Python process. Under `unshare --fork` that

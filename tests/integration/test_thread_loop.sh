@@ -7,6 +7,7 @@
 # bpf/frame_walker.h): dump fails with "thread list loops at 0x...", no
 # thread printed twice, and record still samples the threads it can find.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ready.sh"
 use_bpfpy
 PYDIR=$ROOT_DIR/tests/integration/py
 
@@ -26,16 +27,6 @@ ready_path() {
 }
 CLEAN=()
 trap 'cleanup; for d in "${CLEAN[@]}"; do rm -rf "$d"; done' EXIT
-
-# wait_file FILE PID: until FILE exists (the target wrote it), 20 s at most.
-wait_file() {
-	for _ in $(seq 1 400); do
-		[ -s "$1" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
 
 while IFS=$'\t' read -r ver label root py; do
 	read -r rin rout < <(ready_path "$label" "ready-$label")
