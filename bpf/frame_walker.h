@@ -59,7 +59,7 @@ struct walk_state {
 	__u8 err;	       /* enum walk_error */
 	__u8 truncated;
 	__u8 done;
-	__u8 pad;
+	__u8 bottom_ok; /* the last frame visited may end a chain (an entry frame) */
 	/* Derived from the version by walk_begin(), see there. */
 	__u64 code_mask;
 	__u64 instr_base_mask;
@@ -67,6 +67,8 @@ struct walk_state {
 	__u32 fsize;
 	__u32 csize;
 	__u32 skip_owners;
+	__u32 bottom_off;
+	__u32 bottom_mask;
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -147,6 +149,9 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->fsize = o->frame_read_size > BPFPY_FRAME_BUF ? BPFPY_FRAME_BUF : o->frame_read_size;
 	w->csize = o->code_read_size > BPFPY_CODE_BUF ? BPFPY_CODE_BUF : o->code_read_size;
 	w->skip_owners = o->frame_model == FRAME_MODEL_OBJECT ? 0 : o->skip_owner_mask;
+	w->bottom_off = o->frame_bottom_off;
+	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
+	w->bottom_ok = 1;
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
@@ -191,10 +196,15 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	__u32 n = w->n, owner;
 	struct frame_rec *rec;
 
-	/* base_frame is 0 unless the version promises one (3.15+). */
+	/* base_frame is 0 unless the version promises one (3.15+); before,
+	 * the last frame must be an entry frame (bottom_ok stays 1 when the
+	 * version has no such rule, or when no frame was visited). A chain
+	 * that ends elsewhere was torn or cut: an error, not a stack. */
 	if (!frame || frame == w->base_frame) {
 		if (!frame && w->base_frame)
 			w->err = WALK_ERR_NO_BASE;
+		else if (!frame && !w->bottom_ok)
+			w->err = WALK_ERR_NO_ENTRY;
 		w->done = 1;
 		return 1;
 	}
@@ -213,6 +223,8 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		return 1;
 	}
 	w->frame = prev;
+	w->bottom_ok = !w->bottom_mask ||
+		       ((w->bottom_mask >> (s->fbuf[w->bottom_off & WALK_FBUF_MASK] & 7)) & 1);
 	owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
 	if ((w->skip_owners >> (owner & 7)) & 1)
 		return 0;

@@ -148,7 +148,7 @@ static __u32 bpf_get_smp_processor_id(void)
 #define CODE_TYPE 0x200000ull
 #define NOT_CODE  0x200100ull
 #define GIL	  0x300000ull /* locked int at +0, holder at +8 */
-#define NFRAMES	  8
+#define NFRAMES	  16
 #define NTHREADS  3
 
 static uint8_t runtime_b[0x1000], interp_b[0x8000], tstate_b[NTHREADS][0x2000];
@@ -209,12 +209,17 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 	for (int k = 0; k < nthreads; k++) {
 		uint8_t *ts = tstate_b[k];
 		uint64_t next = 0;
+		/* 3.11-3.14: the chain ends at an entry frame; 3.12+ makes it a
+		 * shim of its own (skipped, so one more frame than depth). */
+		int entry = o->frame_bottom_off ? __builtin_ctz(o->frame_bottom_mask) : -1;
+		int shim = entry >= 0 && ((o->skip_owner_mask >> entry) & 1);
+		int nf = depth[k] + shim;
 
 		put64(ts, o->tstate_next, k + 1 < nthreads ? TSTATE(k + 1) : 0);
 		if (o->tstate_native_thread_id)
 			put64(ts, o->tstate_native_thread_id, 100 + (uint64_t)k);
 		put64(ts, o->tstate_thread_id, 0x7000 + (uint64_t)k);
-		for (int i = depth[k] - 1; i >= 0; i--) {
+		for (int i = nf - 1; i >= 0; i--) {
 			uint8_t *fr = frame_b + (f + i) * 0x200;
 			uint8_t *co = code_b + (f + i) * 0x400;
 
@@ -226,6 +231,8 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 			      o->frame_model == FRAME_MODEL_OBJECT
 				  ? 4
 				  : CODE(f + i) + o->code_adaptive);
+			if (entry >= 0 && i == nf - 1)
+				fr[o->frame_bottom_off] = (uint8_t)entry;
 			next = FRAME(f + i);
 		}
 		if (o->frame_model == FRAME_MODEL_CFRAME) {
@@ -234,7 +241,7 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 		} else {
 			put64(ts, o->tstate_frame, next);
 		}
-		f += depth[k];
+		f += nf;
 	}
 	im->regions[0] = (struct mem_region){RUNTIME, runtime_b, sizeof(runtime_b)};
 	im->regions[1] = (struct mem_region){INTERP, interp_b, sizeof(interp_b)};
@@ -300,13 +307,14 @@ static void test_sample_in_container(void **state)
 	assert_int_equal(h->tstate, TSTATE(1));
 	assert_int_equal(h->nframes, 3);
 	assert_int_equal(rb_size, sizeof(*h) + 3 * sizeof(struct frame_rec));
-	assert_int_equal(frames_of(h)[0].code, CODE(2)); /* leaf: first frame of thread 1 */
-	assert_int_equal(frames_of(h)[2].code, CODE(4));
+	/* leaf: first frame of thread 1, after thread 0's 2 frames and shim */
+	assert_int_equal(frames_of(h)[0].code, CODE(3));
+	assert_int_equal(frames_of(h)[2].code, CODE(5));
 	assert_int_equal(walk_instr_index(&im.cfg.off, frames_of(h)[0].instr), 0);
 	assert_int_equal(h->flags, SAMPLE_GIL_KNOWN | SAMPLE_GIL_HELD);
 	assert_int_equal(h->err, 0);
 	assert_int_equal(counter_mem[CNT_EMITTED], 1);
-	assert_int_equal(counter_mem[CNT_FRAMES], 3);
+	assert_int_equal(counter_mem[CNT_FRAMES], 4); /* the entry shim is visited too */
 	/* cached under the host tid, and the hint is used next time */
 	assert_int_equal(ncache, 1);
 	assert_int_equal(cache_mem[0].tid, 5001);
@@ -402,6 +410,42 @@ static void test_error_causes(void **state)
 	assert_int_equal(h->err, WALK_ERR_CYCLE);
 }
 
+/* Issue 12: a chain that ends where no real chain ends (here: cut above
+ * its entry frame, as a torn read would) is an error, in both readers. */
+static void test_chain_must_end_at_entry(void **state)
+{
+	static const int depth[] = {3};
+	struct thread_stack *ts = calloc(1, sizeof(*ts));
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	assert_non_null(ts);
+	for (int v = 0; v < 2; v++) {
+		build(&im, v ? V312 : V311, 1, depth);
+		assert_non_null(tick(&im, 0, 1));
+		assert_int_equal(((const struct sample_hdr *)rb_mem)->err, 0);
+		/* frame 1's previous (the frame below it) now ends the chain */
+		put64(frame_b + 1 * 0x200, im.cfg.off.frame_previous, 0);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->err, WALK_ERR_NO_ENTRY);
+		assert_int_equal(h->nframes, 0);
+		assert_int_equal(stack_read_thread(&im.r, &im.cfg, TSTATE(0), ts), -1);
+		assert_int_equal(ts->err, WALK_ERR_NO_ENTRY);
+		assert_string_equal(walk_error_name(ts->err),
+				    "chain does not end at an entry frame");
+	}
+	/* <= 3.10 has no such rule */
+	build(&im, V310, 1, depth);
+	put64(frame_b + 1 * 0x200, im.cfg.off.frame_previous, 0);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->err, 0);
+	assert_int_equal(h->nframes, 2);
+	free(ts);
+}
+
 /* tstate->next pointing to itself: the search stops at once with the
  * cause instead of turning TSTATE_SEARCH_MAX times. */
 static void test_thread_list_loop_bpf(void **state)
@@ -491,6 +535,7 @@ int main(void)
 	    cmocka_unit_test(test_pthread_match_3_10),
 	    cmocka_unit_test(test_truncated),
 	    cmocka_unit_test(test_error_causes),
+	    cmocka_unit_test(test_chain_must_end_at_entry),
 	    cmocka_unit_test(test_thread_list_loop_bpf),
 	    cmocka_unit_test(test_thread_list_loop_user),
 	    cmocka_unit_test(test_user_and_bpf_agree),

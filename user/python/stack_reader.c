@@ -17,6 +17,7 @@ static const char *const walk_errors[WALK_ERR__COUNT] = {
     [WALK_ERR_NO_CONFIG] = "process not configured",
     [WALK_ERR_CYCLE] = "frame cycle",
     [WALK_ERR_THREAD_CYCLE] = "thread list loops",
+    [WALK_ERR_NO_ENTRY] = "chain does not end at an entry frame",
 };
 
 const char *walk_error_name(int err)
