@@ -85,7 +85,13 @@ struct py_offsets {
 	__u16 unicode_length;
 	__u16 bytes_size;
 	__u16 bytes_data;
-	__u16 pad0;
+	/* 3.11-3.14: a real chain ends at an entry frame, the one the C code
+	 * that started the interpreter pushed: the byte at this frame offset
+	 * (is_entry in 3.11, owner after) has bit (value & 7) set in
+	 * frame_bottom_mask. 0: no such rule (<= 3.10; 3.15 has base_frame). */
+	__u16 frame_bottom_off;
+	__u8 frame_bottom_mask;
+	__u8 pad0;
 };
 
 /* Per traced process. Keyed by host tgid in the BPF map proc_configs. */
@@ -103,14 +109,16 @@ struct proc_config {
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
 enum walk_error {
 	WALK_OK = 0,
-	WALK_ERR_READ_TSTATE, /* thread state not readable */
-	WALK_ERR_READ_FRAME,  /* a frame not readable (page not resident, torn) */
-	WALK_ERR_READ_CODE,   /* a code object not readable */
-	WALK_ERR_BAD_CODE,    /* a frame's code is not a code object */
-	WALK_ERR_NO_BASE,     /* 3.15: chain did not end at tstate->base_frame */
-	WALK_ERR_NO_TSTATE,   /* thread has no Python thread state */
-	WALK_ERR_NO_CONFIG,   /* process not configured */
-	WALK_ERR_CYCLE,	      /* a frame links to itself */
+	WALK_ERR_READ_TSTATE,  /* thread state not readable */
+	WALK_ERR_READ_FRAME,   /* a frame not readable (page not resident, torn) */
+	WALK_ERR_READ_CODE,    /* a code object not readable */
+	WALK_ERR_BAD_CODE,     /* a frame's code is not a code object */
+	WALK_ERR_NO_BASE,      /* 3.15: chain did not end at tstate->base_frame */
+	WALK_ERR_NO_TSTATE,    /* thread has no Python thread state */
+	WALK_ERR_NO_CONFIG,    /* process not configured */
+	WALK_ERR_CYCLE,	       /* a frame links to itself */
+	WALK_ERR_THREAD_CYCLE, /* the thread list loops (tstate->next revisits one) */
+	WALK_ERR_NO_ENTRY,     /* 3.11-3.14: chain did not end at an entry frame */
 	WALK_ERR__COUNT,
 };
 

@@ -59,7 +59,7 @@ struct walk_state {
 	__u8 err;	       /* enum walk_error */
 	__u8 truncated;
 	__u8 done;
-	__u8 pad;
+	__u8 bottom_ok; /* the last frame visited may end a chain (an entry frame) */
 	/* Derived from the version by walk_begin(), see there. */
 	__u64 code_mask;
 	__u64 instr_base_mask;
@@ -67,6 +67,8 @@ struct walk_state {
 	__u32 fsize;
 	__u32 csize;
 	__u32 skip_owners;
+	__u32 bottom_off;
+	__u32 bottom_mask;
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -147,6 +149,9 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->fsize = o->frame_read_size > BPFPY_FRAME_BUF ? BPFPY_FRAME_BUF : o->frame_read_size;
 	w->csize = o->code_read_size > BPFPY_CODE_BUF ? BPFPY_CODE_BUF : o->code_read_size;
 	w->skip_owners = o->frame_model == FRAME_MODEL_OBJECT ? 0 : o->skip_owner_mask;
+	w->bottom_off = o->frame_bottom_off;
+	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
+	w->bottom_ok = 1;
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
@@ -191,10 +196,15 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	__u32 n = w->n, owner;
 	struct frame_rec *rec;
 
-	/* base_frame is 0 unless the version promises one (3.15+). */
+	/* base_frame is 0 unless the version promises one (3.15+); before,
+	 * the last frame must be an entry frame (bottom_ok stays 1 when the
+	 * version has no such rule, or when no frame was visited). A chain
+	 * that ends elsewhere was torn or cut: an error, not a stack. */
 	if (!frame || frame == w->base_frame) {
 		if (!frame && w->base_frame)
 			w->err = WALK_ERR_NO_BASE;
+		else if (!frame && !w->bottom_ok)
+			w->err = WALK_ERR_NO_ENTRY;
 		w->done = 1;
 		return 1;
 	}
@@ -213,6 +223,8 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		return 1;
 	}
 	w->frame = prev;
+	w->bottom_ok = !w->bottom_mask ||
+		       ((w->bottom_mask >> (s->fbuf[w->bottom_off & WALK_FBUF_MASK] & 7)) & 1);
 	owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
 	if ((w->skip_owners >> (owner & 7)) & 1)
 		return 0;
@@ -236,20 +248,115 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	return 0;
 }
 
+/* Loop turns of a walk of depth max: skipped frames (3.12/3.13 C-stack
+ * shims, 3.14 entry frames) take a turn without output, and one can sit
+ * between every two kept frames when each Python call comes through C
+ * (sorted(key=...), __call__ of a C type), hence 2 x max, plus room at the
+ * ends. */
+#define WALK_TURNS(max) (2 * (max) + 8)
+
+#ifdef __VMLINUX_H__
+static int walk_loop_step(__u32 i, void *data)
+{
+	(void)i;
+	return walk_step((struct walk_state *)data);
+}
+#endif
+
+/*
+ * The whole walk of one thread state: set up the state, point it at the
+ * innermost frame, step until the chain ends, an error or the depth bound.
+ * A walk that ran out of turns without ending is truncated, never complete.
+ * max 0 means the deepest walk allowed. Returns w->err.
+ */
+WALK_INLINE int walk_run(struct walk_state *w, const struct proc_config *cfg, WALK_READER_T *r,
+			 struct walk_scratch *s, struct frame_rec *out, __u32 max, __u64 tstate)
+{
+	__u32 turns;
+
+#ifdef __VMLINUX_H__
+	/* Keep a constant depth (trace's 1) in a store of its own: merged by
+	 * the compiler with n = 0 into one 64-bit constant, its half would
+	 * read back as unknown, and the verifier would then follow the walk
+	 * turn by turn ("sequence of 8193 jumps is too complex"). */
+	barrier_var(max);
+#endif
+	w->cfg = cfg;
+	w->reader = r;
+	w->scratch = s;
+	w->out = out;
+	w->max = max ? max : BPFPY_MAX_DEPTH; /* walk_begin() caps it */
+	if (walk_begin(w, tstate) != WALK_OK)
+		return w->err;
+	turns = WALK_TURNS(w->max);
+#ifdef __VMLINUX_H__
+	bpf_loop(turns, walk_loop_step, w, 0);
+#else
+	for (__u32 i = 0; i < turns; i++)
+		if (walk_step(w))
+			break;
+#endif
+	if (!w->done && !w->err)
+		w->truncated = 1;
+	return w->err;
+}
+
+/* SAMPLE_GIL_* for this thread state, where the version lets us see the GIL
+ * (its locked flag and last holder); 0 when unknown or unreadable. */
+WALK_INLINE __u8 walk_gil_flags(WALK_READER_T *r, const struct proc_config *cfg, __u64 tstate)
+{
+	__u64 holder = 0;
+	__u32 locked = 0;
+
+	if (!cfg->gil_holder_addr || !cfg->gil_locked_addr)
+		return 0;
+	if (WALK_READ(r, &holder, sizeof(holder), cfg->gil_holder_addr) ||
+	    WALK_READ(r, &locked, sizeof(locked), cfg->gil_locked_addr))
+		return 0;
+	return SAMPLE_GIL_KNOWN | (locked && holder == tstate ? SAMPLE_GIL_HELD : 0);
+}
+
 /*
  * Iterate over every thread state of every interpreter, as one flat loop so
- * that BPF needs no nested bpf_loop. Call with it zeroed; each call leaves
- * the next thread state in it->tstate and returns 1, or returns 0 at the end.
+ * that BPF needs no nested bpf_loop. Call with it zeroed and step 0, then
+ * with step counting up by one per call; each call leaves the next thread
+ * state in it->tstate and returns 1, or returns 0 at the end (it->err says
+ * why, if not the list's end).
+ *
+ * A corrupt list (tstate->next, or interp->next, leading back to an earlier
+ * entry) would repeat threads until the caller's bound. Brent's algorithm
+ * catches every such loop in O(1) space: remember the entry at each step
+ * 2^k - 1 (the "mark"), and a loop is proven the moment the mark comes
+ * round again. A loop of length L entered after M entries is caught within
+ * about 2 * (M + L) steps; readers that keep what they yielded
+ * (stack_read_all) drop the repeats. The step number is the caller's: the
+ * loop index in BPF, which the verifier treats as unknown, so that the
+ * search converges instead of being unrolled (a counter kept in the
+ * iterator would be a new constant, hence a new state, at every turn).
  */
 struct tstate_iter {
 	__u64 interp;
 	__u64 tstate;
+	__u64 mark; /* Brent: the entry a loop would come back to */
 	__u32 started;
 	__u32 err;
 };
 
+/* 1 if tstate, yielded as entry number step (0, 1, ...), closes a loop of
+ * the thread list (it->err is then set). */
+WALK_INLINE int tstate_iter_loops(struct tstate_iter *it, __u64 tstate, __u32 step)
+{
+	if (tstate == it->mark) {
+		it->err = WALK_ERR_THREAD_CYCLE;
+		return 1;
+	}
+	if (!(step & (step + 1)))
+		it->mark = tstate;
+	return 0;
+}
+
 WALK_INLINE int tstate_iter_next(WALK_READER_T *r, const struct proc_config *cfg,
-				 struct tstate_iter *it)
+				 struct tstate_iter *it, __u32 step)
 {
 	const struct py_offsets *o = &cfg->off;
 
@@ -286,7 +393,7 @@ WALK_INLINE int tstate_iter_next(WALK_READER_T *r, const struct proc_config *cfg
 		if (!it->tstate)
 			return 0;
 	}
-	return 1;
+	return !tstate_iter_loops(it, it->tstate, step);
 }
 
 #endif /* FRAME_WALKER_H */

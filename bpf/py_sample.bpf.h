@@ -69,9 +69,11 @@ static __always_inline void count_add(__u32 idx, __u64 v)
 		*c += v;
 }
 
-/* Does this thread state belong to the OS thread (tid, pthread_self)? */
+/* Does this thread state belong to the OS thread? 3.11+ keeps the thread's
+ * id as gettid() returned it, i.e. in the target's own PID namespace
+ * (ns_tid); <= 3.10 keeps only pthread_self(). */
 static __always_inline int tstate_is_thread(WALK_READER_T *r, const struct proc_config *cfg,
-					    __u64 tstate, __u32 tid, __u64 pthread_self)
+					    __u64 tstate, __u32 ns_tid, __u64 pthread_self)
 {
 	const struct py_offsets *o = &cfg->off;
 	__u64 v = 0;
@@ -79,131 +81,119 @@ static __always_inline int tstate_is_thread(WALK_READER_T *r, const struct proc_
 	if (o->tstate_native_thread_id) {
 		if (WALK_READ(r, &v, sizeof(v), tstate + o->tstate_native_thread_id))
 			return 0;
-		return (__u32)v == tid;
+		return (__u32)v == ns_tid;
 	}
 	if (WALK_READ(r, &v, sizeof(v), tstate + o->tstate_thread_id))
 		return 0;
 	return v == pthread_self;
 }
 
-struct find_ctx {
+/*
+ * One sample to take: who, read how, and what the record carries. Filled by
+ * each program from its task (bpf/task_ids.bpf.h) and, for trace, the probe.
+ */
+struct sample_req {
 	const struct proc_config *cfg;
 	WALK_READER_T *reader;
+	__u64 start_ns;	    /* when the program started, for ts_ns and cost */
+	__u64 pthread_self; /* the thread's fs base: pthread_self() with glibc */
+	__u32 pid;	    /* host tgid */
+	__u32 tid;	    /* host tid: the record, the tstate cache key */
+	__u32 ns_tid;	    /* tid in the target's PID namespace: what 3.11+ stores */
+	__u8 flags;	    /* SAMPLE_WALL, SAMPLE_IDLE, SAMPLE_TRACE */
+	__u8 pad[3];
+	/* trace only (SAMPLE_TRACE): which probe fired, and its arguments */
+	__u32 probe_id;
+	__u32 pad1;
+	__u64 args[2];
+};
+
+struct find_ctx {
+	const struct sample_req *q;
 	struct tstate_iter it;
-	__u64 pthread_self;
 	__u64 found;
-	__u32 tid;
 };
 
 static int find_step(__u32 i, void *data)
 {
 	struct find_ctx *f = data;
+	const struct sample_req *q = f->q;
 
-	(void)i;
-	if (!tstate_iter_next(f->reader, f->cfg, &f->it))
+	if (!tstate_iter_next(q->reader, q->cfg, &f->it, i))
 		return 1;
-	if (tstate_is_thread(f->reader, f->cfg, f->it.tstate, f->tid, f->pthread_self)) {
+	if (tstate_is_thread(q->reader, q->cfg, f->it.tstate, q->ns_tid, q->pthread_self)) {
 		f->found = f->it.tstate;
 		return 1;
 	}
 	return 0;
 }
 
-/* The thread state of (tid), or 0 if the thread has none (a thread Python
- * does not know of, or one not yet or no longer attached). */
-static __always_inline __u64 find_tstate(WALK_READER_T *r, const struct proc_config *cfg, __u32 tid,
-					 __u64 pthread_self)
+/* The thread state of the request's thread, or 0 if it has none (a thread
+ * Python does not know of, or one not yet or no longer attached); *err is
+ * then the reason the search stopped early (WALK_ERR_THREAD_CYCLE, ...). */
+static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *err)
 {
-	struct find_ctx f = {.cfg = cfg, .reader = r, .tid = tid, .pthread_self = pthread_self};
+	struct find_ctx f = {.q = q};
+	__u32 tid = q->tid;
 	__u64 *hint = bpf_map_lookup_elem(&tstate_cache, &tid);
 
-	if (hint && tstate_is_thread(r, cfg, *hint, tid, pthread_self))
+	*err = 0;
+	if (hint && tstate_is_thread(q->reader, q->cfg, *hint, q->ns_tid, q->pthread_self))
 		return *hint;
 	bpf_loop(TSTATE_SEARCH_MAX, find_step, &f, 0);
 	if (f.found)
 		bpf_map_update_elem(&tstate_cache, &tid, &f.found, BPF_ANY);
 	else if (hint)
 		bpf_map_delete_elem(&tstate_cache, &tid);
+	if (!f.found)
+		*err = f.it.err;
 	return f.found;
 }
 
-static int walk_loop_step(__u32 i, void *data)
-{
-	(void)i;
-	return walk_step((struct walk_state *)data);
-}
-
-/* The GIL holder check, where the version lets us see it. */
-static __always_inline __u8 gil_flags(WALK_READER_T *r, const struct proc_config *cfg, __u64 tstate)
-{
-	__u64 holder = 0;
-	__u32 locked = 0;
-
-	if (!cfg->gil_holder_addr || !cfg->gil_locked_addr)
-		return 0;
-	if (WALK_READ(r, &holder, sizeof(holder), cfg->gil_holder_addr) ||
-	    WALK_READ(r, &locked, sizeof(locked), cfg->gil_locked_addr))
-		return 0;
-	return SAMPLE_GIL_KNOWN | (locked && holder == tstate ? SAMPLE_GIL_HELD : 0);
-}
-
 /*
- * Take one sample of the thread (pid, tid) and emit it. flags carries
- * SAMPLE_WALL/IDLE/TRACE from the caller; the trace fields of the header are
- * filled by the caller through hdr_extra (may be NULL). Returns 0 if a record
- * was emitted.
+ * Take one sample of the request's thread and emit it: frames leaf first,
+ * or an error record (SAMPLE_ERROR, no frames) when the walk failed or the
+ * thread list is corrupt. A thread without a Python thread state is only
+ * counted. Returns 0 if a record was emitted.
  */
-static __always_inline int sample_thread(WALK_READER_T *r, const struct proc_config *cfg, __u32 pid,
-					 __u32 tid, __u64 pthread_self, __u8 flags, __u64 start_ns,
-					 __u32 probe_id, __u64 arg0, __u64 arg1)
+static __always_inline int sample_thread(const struct sample_req *q)
 {
 	__u32 slot = SCRATCH_SLOT;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	struct walk_state w = {};
 	struct sample_hdr *h;
 	__u64 tstate, size;
-	__u32 n, loops;
+	__u32 n, err = 0;
 	long ret;
 
 	if (!sc)
 		return -1;
-	tstate = find_tstate(r, cfg, tid, pthread_self);
-	if (!tstate) {
+	tstate = find_tstate(q, &err);
+	if (!tstate && !err) {
 		count_add(CNT_NO_PYTHON, 1);
 		return -1;
 	}
-	w.cfg = cfg;
-	w.reader = r;
-	w.scratch = &sc->ws;
-	w.out = sc->buf.frames;
-	w.max = cfg->max_depth;
-	if (walk_begin(&w, tstate) == WALK_OK) {
-		/* Skipped (shim, entry) frames take loop turns too: leave room. */
-		loops = w.max + 64;
-		if (loops > BPFPY_MAX_DEPTH + 64)
-			loops = BPFPY_MAX_DEPTH + 64;
-		bpf_loop(loops, walk_loop_step, &w, 0);
-		if (!w.done && !w.err)
-			w.truncated = 1;
-	}
+	if (tstate)
+		err = walk_run(&w, q->cfg, q->reader, &sc->ws, sc->buf.frames, q->cfg->max_depth,
+			       tstate);
 	h = &sc->buf.hdr;
-	h->ts_ns = start_ns;
+	h->ts_ns = q->start_ns;
 	h->tstate = tstate;
-	h->pid = pid;
-	h->tid = tid;
+	h->pid = q->pid;
+	h->tid = q->tid;
 	h->cpu = bpf_get_smp_processor_id();
-	h->probe_id = probe_id;
-	h->args[0] = arg0;
-	h->args[1] = arg1;
-	h->err = w.err;
-	h->flags = flags | gil_flags(r, cfg, tstate);
+	h->probe_id = q->probe_id;
+	h->args[0] = q->args[0];
+	h->args[1] = q->args[1];
+	h->err = (__u8)err;
+	h->flags = q->flags | (tstate ? walk_gil_flags(q->reader, q->cfg, tstate) : 0);
 	n = w.n;
 	if (n > BPFPY_MAX_DEPTH)
 		n = BPFPY_MAX_DEPTH;
-	if (w.err) {
+	if (err) {
 		h->flags |= SAMPLE_ERROR;
 		n = 0;
-		count_add(CNT_ERR_BASE + (w.err < WALK_ERR__COUNT ? w.err : 0), 1);
+		count_add(CNT_ERR_BASE + (err < WALK_ERR__COUNT ? err : 0), 1);
 	}
 	if (w.truncated) {
 		h->flags |= SAMPLE_TRUNCATED;
@@ -211,12 +201,12 @@ static __always_inline int sample_thread(WALK_READER_T *r, const struct proc_con
 	}
 	h->nframes = n;
 	count_add(CNT_FRAMES, w.visited);
-	h->cost_ns = (__u32)(bpf_ktime_get_ns() - start_ns);
+	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
 	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	ret = bpf_ringbuf_output(&events, &sc->buf, size, BPF_RB_NO_WAKEUP);
-	count_add(CNT_COST_NS, bpf_ktime_get_ns() - start_ns);
+	count_add(CNT_COST_NS, bpf_ktime_get_ns() - q->start_ns);
 	if (ret) {
 		count_add(CNT_LOST, 1);
 		return -1;

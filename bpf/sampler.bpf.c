@@ -19,6 +19,7 @@ struct bpf_reader {
 
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "task_ids.bpf.h"
 #include "exec_watch.bpf.h"
 
 /*
@@ -34,11 +35,10 @@ SEC("perf_event")
 int on_cpu_tick(struct bpf_perf_event_data *ctx)
 {
 	__u64 start = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
-	struct proc_config *cfg;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct bpf_reader r = {};
+	struct sample_req q = {.reader = &r, .start_ns = start};
+	struct proc_config *cfg;
 
 	(void)ctx;
 	if (!pid)
@@ -50,10 +50,9 @@ int on_cpu_tick(struct bpf_perf_event_data *ctx)
 	if (keep_below != 0xffffffff && bpf_get_prandom_u32() >= keep_below)
 		return 0;
 	count_add(CNT_KEPT, 1);
-	/* pthread_self() is the thread's fs base with glibc on x86_64; only
-	 * Python <= 3.10, whose thread states lack the OS tid, needs it. */
-	task = bpf_get_current_task_btf();
-	sample_thread(&r, cfg, pid, tid, task->thread.fsbase, 0, start, 0, 0, 0);
+	q.cfg = cfg;
+	sample_req_task(&q, bpf_get_current_task_btf());
+	sample_thread(&q);
 	return 0;
 }
 

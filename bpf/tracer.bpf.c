@@ -32,6 +32,7 @@ struct bpf_reader {
 
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "task_ids.bpf.h"
 
 /* 0: emit every hit, never saturate. Set before load. */
 const volatile __u32 threshold = 0;
@@ -66,29 +67,24 @@ struct {
 
 /* The code object of the innermost Python frame, 0 if there is none: the
  * location key. Costs the tstate lookup (cached) and one or two frames. */
-static __always_inline __u64 leaf_code(const struct proc_config *cfg, __u32 tid, __u64 pthread_self)
+static __always_inline __u64 leaf_code(const struct sample_req *q)
 {
-	__u32 slot = SCRATCH_SLOT;
+	__u32 slot = SCRATCH_SLOT, err;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
-	struct bpf_reader r = {};
 	struct walk_state w = {};
 	__u64 tstate;
 
 	if (!sc)
 		return 0;
-	tstate = find_tstate(&r, cfg, tid, pthread_self);
+	tstate = find_tstate(q, &err);
 	if (!tstate)
 		return 0;
-	w.cfg = cfg;
-	w.reader = &r;
-	w.scratch = &sc->ws;
-	w.out = sc->buf.frames;
-	w.max = 1;
-	if (walk_begin(&w, tstate) != WALK_OK)
-		return 0;
-	/* A few turns: shim and entry frames are skipped without output. */
-	bpf_loop(8, walk_loop_step, &w, 0);
-	return w.n ? sc->buf.frames[0].code : 0;
+	/* Depth 1: shim and entry frames are skipped on the way, no further.
+	 * The answer is read from the record, not chosen by w.n: a branch on
+	 * the frame count would make the verifier track it turn by turn. */
+	sc->buf.frames[0].code = 0;
+	walk_run(&w, q->cfg, q->reader, &sc->ws, sc->buf.frames, 1, tstate);
+	return sc->buf.frames[0].code;
 }
 
 /* Push (role ENTRY) or pop (role RETURN) the emit decision. A pop on an
@@ -126,26 +122,28 @@ static __always_inline int pair_pop(__u32 tid)
 static __always_inline int on_hit(__u32 probe_id, __u64 arg0, __u64 arg1)
 {
 	__u64 start = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct trace_loc_key key = {};
 	struct trace_loc_stats zero = {}, *st;
 	struct trace_probe_cfg *pc;
-	struct task_struct *task;
-	struct proc_config *cfg;
 	struct bpf_reader r = {};
+	struct sample_req q = {.reader = &r,
+			       .start_ns = start,
+			       .flags = SAMPLE_TRACE,
+			       .probe_id = probe_id,
+			       .args = {arg0, arg1}};
 	__u64 hits;
 	int emit, was;
 
-	cfg = bpf_map_lookup_elem(&proc_configs, &pid);
-	if (!cfg)
+	q.cfg = bpf_map_lookup_elem(&proc_configs, &pid);
+	if (!q.cfg)
 		return 0;
 	pc = bpf_map_lookup_elem(&probe_cfgs, &probe_id);
 	if (!pc)
 		return 0;
-	task = bpf_get_current_task_btf();
+	sample_req_task(&q, bpf_get_current_task_btf());
 	key.probe_id = probe_id;
-	key.code = leaf_code(cfg, tid, task->thread.fsbase);
+	key.code = leaf_code(&q);
 	st = bpf_map_lookup_elem(&loc_stats, &key);
 	if (!st) {
 		zero.first_ns = start;
@@ -157,9 +155,9 @@ static __always_inline int on_hit(__u32 probe_id, __u64 arg0, __u64 arg1)
 	hits = __sync_fetch_and_add(&st->hits, 1);
 	emit = !threshold || hits < threshold;
 	if (pc->role == TRACE_ROLE_ENTRY) {
-		pair_push(tid, emit);
+		pair_push(q.tid, emit);
 	} else if (pc->role == TRACE_ROLE_RETURN) {
-		was = pair_pop(tid);
+		was = pair_pop(q.tid);
 		if (was >= 0)
 			emit = was;
 	}
@@ -169,8 +167,7 @@ static __always_inline int on_hit(__u32 probe_id, __u64 arg0, __u64 arg1)
 		return 0;
 	}
 	__sync_fetch_and_add(&st->emitted, 1);
-	sample_thread(&r, cfg, pid, tid, task->thread.fsbase, SAMPLE_TRACE, start, probe_id, arg0,
-		      arg1);
+	sample_thread(&q);
 	return 0;
 }
 

@@ -21,30 +21,31 @@ struct bpf_reader {
 
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "task_ids.bpf.h"
 #include "exec_watch.bpf.h"
 
 SEC("iter.s/task")
 int wall_snapshot(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
-	struct proc_config *cfg;
 	struct bpf_reader r;
-	__u32 pid, tid;
-	__u8 flags;
+	struct sample_req q = {.reader = &r};
+	__u32 pid;
 
 	if (!task)
 		return 0;
 	pid = task->tgid;
-	tid = task->pid;
-	cfg = bpf_map_lookup_elem(&proc_configs, &pid);
-	if (!cfg)
+	q.cfg = bpf_map_lookup_elem(&proc_configs, &pid);
+	if (!q.cfg)
 		return 0;
 	r.task = task;
+	q.start_ns = bpf_ktime_get_ns();
 	/* TASK_RUNNING (0) covers both on a CPU and waiting for one. */
-	flags = SAMPLE_WALL | (task->__state ? SAMPLE_IDLE : 0);
+	q.flags = SAMPLE_WALL | (task->__state ? SAMPLE_IDLE : 0);
+	sample_req_task(&q, task);
 	count_add(CNT_TICKS, 1);
 	count_add(CNT_KEPT, 1);
-	sample_thread(&r, cfg, pid, tid, task->thread.fsbase, flags, bpf_ktime_get_ns(), 0, 0, 0);
+	sample_thread(&q);
 	return 0;
 }
 

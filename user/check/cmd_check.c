@@ -19,6 +19,7 @@
 #include "bpf_sampler.h"
 #include "commands.h"
 #include "diag.h"
+#include "bpf_loader.h"
 #include "hostcheck.skel.h"
 #include "proc.h"
 
@@ -153,13 +154,17 @@ static void check_sampler(int verbose, int wall)
 static void check_uprobe(void)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "bpfpy_check_uprobe_target");
-	struct hostcheck_bpf *skel = hostcheck_bpf__open_and_load();
+	struct hostcheck_bpf *skel = hostcheck_bpf__open();
 	struct bpf_link *link;
+	struct diag d = {0};
 	char detail[160];
 
-	if (!skel) {
-		line(0, errno == EPERM || errno == EACCES, "uprobe attaches and fires",
-		     strerror(errno));
+	if (!skel)
+		bpf_loader_open_failed("uprobe check", &d);
+	else if (bpf_loader_load(skel->skeleton, "uprobe check", &d))
+		hostcheck_bpf__destroy(skel);
+	if (d.code) {
+		line(0, d.code == EXIT_PERMISSION, "uprobe attaches and fires", d.msg);
 		return;
 	}
 	link = bpf_program__attach_uprobe_opts(skel->progs.check_uprobe, getpid(), "/proc/self/exe",
@@ -223,6 +228,7 @@ int cmd_check(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	printf("%s on this host:\n", bpfpy_version);
+	bpf_loader_log(o.verbose);
 	check_caps();
 	check_btf();
 	check_sampler(o.verbose, 0);

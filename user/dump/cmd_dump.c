@@ -17,6 +17,7 @@
 #include "code_cache.h"
 #include "commands.h"
 #include "diag.h"
+#include "proc_ns.h"
 #include "ptrace_stop.h"
 #include "py_process.h"
 #include "signals.h"
@@ -43,7 +44,8 @@ struct dumped_frame {
 struct dumped_thread {
 	struct thread_stack *ts; /* frames as read */
 	struct dumped_frame *frames;
-	uint32_t tid; /* OS tid; from fs base when the version lacks it */
+	uint32_t tid;	 /* OS tid; from fs base when the version lacks it */
+	uint32_t ns_tid; /* the target's id of it, where its PID namespace differs */
 };
 
 struct dump_ctx {
@@ -63,11 +65,14 @@ static const char doc[] =
     "symbolized, then resumed: the snapshot is consistent, and the time the target was "
     "stopped is printed ('stopped N threads for X us'). --nonblocking reads while the target "
     "runs (nothing stopped; a stack may be torn, which is reported as an error, not shown).\n"
-    "Per thread: the OS thread id (on Python <= 3.10, which does not store it, it is found "
+    "Per thread: the OS thread id as the host sees it, and beside it (ns tid) the id in "
+    "the target's PID namespace where that differs, e.g. in a container (on Python <= 3.10, which "
+    "does not store it, it is found "
     "from the thread's fs base while stopped, and shown as the pthread id with "
     "--nonblocking), and whether it holds the GIL where the version lets us see it.\n"
     "--json prints one object: pid, comm, version, binary, blocking, stopped_us, threads "
-    "[{tid, pthread_id, gil: held|released|unknown, truncated, error, frames [{name, file, "
+    "[{tid, ns_tid (null outside a container), pthread_id, gil: held|released|unknown, truncated, "
+    "error, frames [{name, file, "
     "line}]}]; line is -1 when unknown.\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy dump -p 1234\n"
@@ -130,8 +135,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 static int read_all(struct dump_ctx *c, struct stopper *s)
 {
 	const struct py_offsets *o = &c->p->cfg.off;
+	struct ns_tids nt;
 
 	if (stack_read_all(&c->p->mem, &c->p->cfg, c->stacks, DUMP_MAX_THREADS, &c->count, c->d))
+		return -1;
+	if (proc_ns_tids_read(c->p->pid, &nt, c->d))
 		return -1;
 	c->shown = c->count < DUMP_MAX_THREADS ? c->count : DUMP_MAX_THREADS;
 	for (int i = 0; i < c->shown; i++) {
@@ -147,7 +155,17 @@ static int read_all(struct dump_ctx *c, struct stopper *s)
 			if (!stopper_thread_fsbase(s, k, &fs, NULL) && fs == ts->pthread_id)
 				t->tid = (uint32_t)stopper_tid(s, k);
 		}
+		/* 3.11+ stores the id the target sees: in a container, not ours. */
+		if (nt.nested && t->tid) {
+			t->ns_tid =
+			    o->tstate_native_thread_id ? t->tid : proc_ns_inner_tid(&nt, t->tid);
+			if (o->tstate_native_thread_id)
+				t->tid = proc_ns_host_tid(&nt, t->ns_tid);
+			if (t->ns_tid == t->tid)
+				t->ns_tid = 0;
+		}
 	}
+	proc_ns_tids_free(&nt);
 	return 0;
 }
 
@@ -213,10 +231,14 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 		 * the new thread has not begun running (seen under thread churn). */
 		if (t->tid)
 			printf("\nThread %u", t->tid);
+		else if (t->ns_tid)
+			printf("\nThread ? (gone from the host)");
 		else if (t->ts->pthread_id)
 			printf("\nThread pthread 0x%llx", (unsigned long long)t->ts->pthread_id);
 		else
 			printf("\nThread (not started yet)");
+		if (t->ns_tid)
+			printf(" (ns tid %u)", t->ns_tid);
 		if (t->ts->flags & SAMPLE_GIL_KNOWN)
 			printf(" (GIL %s)", gil_word(t->ts->flags));
 		printf(":\n");
@@ -266,6 +288,8 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 		json_object *jt = json_object_new_object(), *frames = json_object_new_array();
 
 		json_object_object_add(jt, "tid", t->tid ? json_object_new_int64(t->tid) : NULL);
+		json_object_object_add(jt, "ns_tid",
+				       t->ns_tid ? json_object_new_int64(t->ns_tid) : NULL);
 		json_object_object_add(jt, "pthread_id", json_object_new_uint64(t->ts->pthread_id));
 		json_object_object_add(jt, "gil", json_object_new_string(gil_word(t->ts->flags)));
 		json_object_object_add(jt, "truncated",

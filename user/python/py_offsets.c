@@ -196,6 +196,8 @@ static const struct vtable tables[] = {
       .frame_previous = 48,
       .frame_instr = 56, /* prev_instr */
       .frame_owner = 69,
+      .frame_bottom_off = 68, /* is_entry */
+      .frame_bottom_mask = 1u << 1,
       .code_argcount = 56,
       .code_flags = 48,
       .code_firstlineno = 72,
@@ -229,6 +231,8 @@ static const struct vtable tables[] = {
       .frame_previous = 8,
       .frame_instr = 56, /* prev_instr */
       .frame_owner = 70,
+      .frame_bottom_off = 70,
+      .frame_bottom_mask = 1u << OWNER_CSTACK_312,
       .code_argcount = 52,
       .code_flags = 48,
       .code_firstlineno = 68,
@@ -337,6 +341,7 @@ struct dlayout {
 	uint8_t skip_owner_mask;
 	uint8_t tagged_code;
 	uint8_t has_base_frame;
+	uint8_t bottom_owner_mask; /* owners a chain's last frame may have */
 };
 
 static const struct dgroup g313[] = {
@@ -426,12 +431,13 @@ static const struct dgroup g315[] = {
 
 static const struct dlayout layouts[] = {
     /* 3.13: owner 3 is the C-stack shim, whose f_executable may be None. */
-    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0},
+    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0, 1u << OWNER_CSTACK_312},
     /* 3.14: f_executable is a tagged _PyStackRef; owners 3 and 4 are
      * entry/C-stack frames without Python code of their own. */
-    {14, g314, NG(g314), 48, 56, (1u << OWNER_INTERP_314) | (1u << OWNER_CSTACK_314), 1, 0},
+    {14, g314, NG(g314), 48, 56, (1u << OWNER_INTERP_314) | (1u << OWNER_CSTACK_314), 1, 0,
+     1u << OWNER_INTERP_314},
     /* 3.15: the C-stack owner is gone; every chain ends at base_frame. */
-    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1},
+    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1, 0},
 };
 
 /* Slot (u64 index into the blob) of group.field; -1 if the layout lacks it.
@@ -665,6 +671,12 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 	F16("interpreter_frame", "executable", 8, o->frame_code);
 	F16("interpreter_frame", "instr_ptr", 8, o->frame_instr);
 	F16("interpreter_frame", "owner", 1, o->frame_owner);
+	/* Measured on 3.13.0 and 3.14.10: every chain's last frame is the entry
+	 * frame _PyEval_EvalFrameDefault pushed (owner 3 in both). */
+	if (p.L->bottom_owner_mask) {
+		o->frame_bottom_off = o->frame_owner;
+		o->frame_bottom_mask = p.L->bottom_owner_mask;
+	}
 
 	if (group_size(&p, "code_object", &size))
 		return -1;

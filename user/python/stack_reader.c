@@ -16,6 +16,8 @@ static const char *const walk_errors[WALK_ERR__COUNT] = {
     [WALK_ERR_NO_TSTATE] = "no thread state",
     [WALK_ERR_NO_CONFIG] = "process not configured",
     [WALK_ERR_CYCLE] = "frame cycle",
+    [WALK_ERR_THREAD_CYCLE] = "thread list loops",
+    [WALK_ERR_NO_ENTRY] = "chain does not end at an entry frame",
 };
 
 const char *walk_error_name(int err)
@@ -25,34 +27,15 @@ const char *walk_error_name(int err)
 	return walk_errors[err];
 }
 
-static uint8_t gil_flags(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate)
-{
-	uint64_t holder = 0;
-	uint32_t locked = 0;
-
-	if (!cfg->gil_holder_addr || !cfg->gil_locked_addr)
-		return 0;
-	if (mem_read(r, &holder, sizeof(holder), cfg->gil_holder_addr) ||
-	    mem_read(r, &locked, sizeof(locked), cfg->gil_locked_addr))
-		return 0;
-	return SAMPLE_GIL_KNOWN | (locked && holder == tstate ? SAMPLE_GIL_HELD : 0);
-}
-
 int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
 		      struct thread_stack *ts)
 {
 	const struct py_offsets *o = &cfg->off;
 	struct walk_scratch scratch;
-	struct walk_state w = {
-	    .cfg = cfg,
-	    .reader = r,
-	    .scratch = &scratch,
-	    .out = ts->frames,
-	    .max = cfg->max_depth && cfg->max_depth <= BPFPY_MAX_DEPTH ? cfg->max_depth
-								       : BPFPY_MAX_DEPTH,
-	};
+	struct walk_state w;
 	uint64_t v = 0;
 
+	memset(&w, 0, sizeof(w));
 	ts->tstate = tstate;
 	ts->flags = 0;
 	ts->err = 0;
@@ -64,16 +47,9 @@ int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint6
 		ts->tid = (uint32_t)v;
 	if (!mem_read(r, &v, sizeof(v), tstate + o->tstate_thread_id))
 		ts->pthread_id = v;
-	if (walk_begin(&w, tstate) == WALK_OK) {
-		/* Same bound as the BPF loop: depth plus room for skipped frames. */
-		for (uint32_t i = 0; i < w.max + 64; i++)
-			if (walk_step(&w))
-				break;
-		if (!w.done && !w.err)
-			w.truncated = 1;
-	}
+	walk_run(&w, cfg, r, &scratch, ts->frames, cfg->max_depth, tstate);
 	ts->visited = w.visited;
-	ts->flags = gil_flags(r, cfg, tstate);
+	ts->flags = walk_gil_flags(r, cfg, tstate);
 	if (w.truncated)
 		ts->flags |= SAMPLE_TRUNCATED;
 	if (w.err) {
@@ -85,6 +61,18 @@ int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint6
 	return 0;
 }
 
+/* Entries of a looping list read before the loop was proven (Brent yields
+ * up to about 2 (M + L) entries, see tstate_iter_next): keep each thread once, in
+ * list order, and return how many are left. Only runs on a proven loop. */
+static int drop_repeats(struct thread_stack *out, int n)
+{
+	for (int k = 1; k < n; k++)
+		for (int i = 0; i < k; i++)
+			if (out[i].tstate == out[k].tstate)
+				return k; /* everything from the first repeat on came round again */
+	return n;
+}
+
 int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct thread_stack *out,
 		   int max, int *count, struct diag *d)
 {
@@ -92,11 +80,21 @@ int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct t
 	int n = 0;
 
 	memset(&it, 0, sizeof(it));
-	/* Bounded: a corrupt or cyclic thread list must not hang us. */
-	while (n < STACK_MAX_THREADS && tstate_iter_next(r, cfg, &it)) {
+	/* Bounded twice: a list too long is cut at STACK_MAX_THREADS, a list
+	 * that loops is caught by the iterator. */
+	while (n < STACK_MAX_THREADS && tstate_iter_next(r, cfg, &it, (uint32_t)n)) {
 		if (n < max)
 			stack_read_thread(r, cfg, it.tstate, &out[n]);
 		n++;
+	}
+	if (it.err == WALK_ERR_THREAD_CYCLE) {
+		/* Past max the entries were not kept; the count is then an upper
+		 * bound, which only a list of more than max threads can need. */
+		*count = n <= max ? drop_repeats(out, n) : n;
+		return diag_set(d, EXIT_FAIL,
+				"thread list loops at 0x%llx (%d distinct thread states before it "
+				"comes round again): the target's interpreter state is corrupt",
+				(unsigned long long)it.mark, *count);
 	}
 	*count = n;
 	if (it.err && n == 0)

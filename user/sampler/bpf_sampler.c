@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_loader.h"
 #include "proc.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
@@ -43,19 +44,6 @@ struct bpf_sampler {
 	int nprocs;
 };
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	(void)level;
-	return vfprintf(stderr, fmt, args);
-}
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
-
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *s = ctx;
@@ -85,7 +73,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	double base_hz = o->rate_hz;
 	int err, events_fd;
 
-	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+	bpf_loader_log(o->verbose);
 	if (o->rate_hz <= 0)
 		return diag_set(d, EXIT_USAGE, "sampling rate must be positive");
 	s = calloc(1, sizeof(*s));
@@ -105,34 +93,27 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	if (o->wall) {
 		s->wskel = wallclock_bpf__open();
 		if (!s->wskel) {
-			err = errno;
+			bpf_loader_open_failed("wall-clock iterator", d);
 			free(s);
-			return diag_errno(d, err, "cannot open the BPF wall-clock iterator");
+			return -1;
 		}
 		bpf_map__set_max_entries(s->wskel->maps.events, mb << 20);
-		err = wallclock_bpf__load(s->wskel);
+		err = bpf_loader_load(s->wskel->skeleton, "wall-clock iterator", d);
 	} else {
 		s->skel = sampler_bpf__open();
 		if (!s->skel) {
-			err = errno;
+			bpf_loader_open_failed("sampler", d);
 			free(s);
-			return diag_errno(d, err, "cannot open the BPF sampler");
+			return -1;
 		}
 		if (o->poisson)
 			s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
-		err = sampler_bpf__load(s->skel);
+		err = bpf_loader_load(s->skel->skeleton, "sampler", d);
 	}
 	if (err) {
 		bpf_sampler_close(s);
-		if (err == -EPERM || err == -EACCES)
-			return diag_set(d, EXIT_PERMISSION,
-					"cannot load BPF programs: %s (needs CAP_BPF and "
-					"CAP_PERFMON, or root)",
-					strerror(-err));
-		return diag_set(d, EXIT_HOST,
-				"cannot load the BPF %s: %s (run with -v for the verifier log)",
-				o->wall ? "wall-clock iterator" : "sampler", strerror(-err));
+		return -1;
 	}
 	if (o->wall) {
 		s->configs_fd = bpf_map__fd(s->wskel->maps.proc_configs);
@@ -168,8 +149,6 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 	    .config = PERF_COUNT_SW_CPU_CLOCK,
 	    .sample_period = s->period_ns, /* exact period, not adaptive frequency */
 	};
-	int opened = 0;
-
 	/* Without the exec hook a target that execs is still noticed, but only
 	 * by its samples failing: worth a word, not worth refusing to record. */
 	s->exec_link =
@@ -195,38 +174,9 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 			return diag_errno(d, errno, "cannot attach the wall-clock task iterator");
 		return 0;
 	}
-	for (int i = 0; i < s->ncpus; i++) {
-		int fd =
-		    syscall(__NR_perf_event_open, &attr, -1, s->cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == ENODEV) /* went offline meanwhile */
-				continue;
-			if (errno == EACCES || errno == EPERM)
-				return diag_set(d, EXIT_PERMISSION,
-						"cannot open the cpu-clock on CPU %d: %s (needs "
-						"CAP_PERFMON, or root)",
-						s->cpus[i], strerror(errno));
-			if (errno == EINVAL)
-				return diag_set(d, EXIT_USAGE,
-						"cpu-clock period %llu ns refused on CPU %d: rate "
-						"above kernel.perf_event_max_sample_rate?",
-						(unsigned long long)s->period_ns, s->cpus[i]);
-			return diag_errno(d, errno, "perf_event_open(cpu-clock, CPU %d)",
-					  s->cpus[i]);
-		}
-		s->pfd[i] = fd;
-		s->links[i] = bpf_program__attach_perf_event(s->skel->progs.on_cpu_tick, fd);
-		if (!s->links[i]) {
-			int err = errno;
-
-			return diag_errno(d, err, "cannot attach the sampler to CPU %d",
-					  s->cpus[i]);
-		}
-		opened++;
-	}
-	if (!opened)
-		return diag_set(d, EXIT_HOST, "no online CPU accepted a cpu-clock event");
+	if (bpf_loader_attach_cpus(s->skel->progs.on_cpu_tick, &attr, s->cpus, s->ncpus, s->pfd,
+				   s->links, d) < 0)
+		return -1;
 	return 0;
 }
 
@@ -297,24 +247,7 @@ int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, vo
 
 int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
-	int fd = s->counters_fd;
-
-	if (ncpu <= 0)
-		return -1;
-	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
-		return -1;
-	for (__u32 k = 0; k < CNT__COUNT; k++) {
-		out[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
-	}
-	free(vals);
-	return 0;
+	return bpf_loader_percpu_sum(s->counters_fd, CNT__COUNT, out);
 }
 
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s)

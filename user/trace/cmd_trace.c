@@ -34,6 +34,7 @@
 #include "trace_model.h"
 #include "trace_probes.h"
 
+#include "bpf_loader.h"
 #include "tracer.skel.h"
 
 #define MAX_SPECS 64
@@ -219,19 +220,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
-}
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	(void)level;
-	return vfprintf(stderr, fmt, args);
 }
 
 struct tctx {
@@ -448,24 +436,12 @@ static int trace_loop(struct tctx *c, struct tracer_bpf *skel, struct ring_buffe
 
 static void read_counters(struct tracer_bpf *skel, struct trace_data *td)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(skel->maps.counters);
-	uint64_t *vals;
+	uint64_t cnt[CNT__COUNT];
 
-	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+	if (bpf_loader_percpu_sum(bpf_map__fd(skel->maps.counters), CNT__COUNT, cnt))
 		return;
-	for (__u32 k = 0; k < CNT__COUNT; k++) {
-		uint64_t sum = 0;
-
-		if (bpf_map_lookup_elem(fd, &k, vals))
-			continue;
-		for (int i = 0; i < ncpu; i++)
-			sum += vals[i];
-		if (k == CNT_LOST)
-			td->lost = sum;
-		else if (k == CNT_NO_PYTHON)
-			td->no_python = sum;
-	}
-	free(vals);
+	td->lost = cnt[CNT_LOST];
+	td->no_python = cnt[CNT_NO_PYTHON];
 }
 
 /* Into of (opened before tracing began) or stdout. */
@@ -512,24 +488,14 @@ static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct tra
 {
 	struct tracer_bpf *skel = tracer_bpf__open();
 	__u32 key = (__u32)td->pid;
-	int err;
 
 	if (!skel)
-		return diag_errno(d, errno, "cannot open the BPF tracer");
+		return bpf_loader_open_failed("tracer", d);
 	*out = skel;
 	skel->rodata->threshold = td->threshold;
 	bpf_map__set_max_entries(skel->maps.events, 16 << 20);
-	err = tracer_bpf__load(skel);
-	if (err) {
-		if (err == -EPERM || err == -EACCES)
-			return diag_set(d, EXIT_PERMISSION,
-					"cannot load BPF programs: %s (needs CAP_BPF and "
-					"CAP_PERFMON, or root)",
-					strerror(-err));
-		return diag_set(d, EXIT_HOST,
-				"cannot load the BPF tracer: %s (run with -v for the verifier log)",
-				strerror(-err));
-	}
+	if (bpf_loader_load(skel->skeleton, "tracer", d))
+		return -1;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.proc_configs), &key, &proc->cfg, BPF_ANY))
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF tracer", td->pid);
 	for (int i = 0; i < td->nprobes; i++) {
@@ -579,7 +545,7 @@ int cmd_trace(int argc, char **argv)
 		return EXIT_USAGE;
 	if (signals_install(&d))
 		return diag_report(&d);
-	libbpf_set_print(o.verbose ? libbpf_print : libbpf_quiet);
+	bpf_loader_log(o.verbose);
 	if (py_process_open(&proc, o.pid, o.max_depth, &d))
 		return diag_report(&d);
 	if (o.list)

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who a task is, in the terms a sample needs: host tgid and tid for the
+ * record, the tid in the task's own PID namespace for matching 3.11+ thread
+ * states, and pthread_self() for <= 3.10. Included by every BPF program that
+ * samples, after py_sample.bpf.h (struct sample_req).
+ *
+ * Why the namespace tid: CPython stores gettid() in native_thread_id, and in
+ * a container gettid() answers in the container's PID namespace (1, 2, ...),
+ * while bpf_get_current_pid_tgid() and task->pid answer in the host's.
+ * Comparing the two would find no thread state for any thread. The task's
+ * struct pid holds its id at every level down to its own namespace;
+ * numbers[pid->level] is the one the task itself sees. Read with CO-RE, so
+ * no layout is assumed beyond the field names.
+ */
+#ifndef TASK_IDS_BPF_H
+#define TASK_IDS_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/* PID namespaces nest at most this deep (MAX_PID_NS_LEVEL in the kernel). */
+#define TASK_MAX_NS_LEVEL 32
+
+static __always_inline __u32 task_ns_tid(struct task_struct *task, __u32 host_tid)
+{
+	struct pid *p = NULL;
+	unsigned int level = 0;
+	int nr = 0;
+	__u64 addr;
+
+	if (bpf_core_read(&p, sizeof(p), &task->thread_pid) || !p)
+		return host_tid;
+	if (bpf_core_read(&level, sizeof(level), &p->level) || !level)
+		return host_tid;
+	if (level >= TASK_MAX_NS_LEVEL)
+		return host_tid;
+	addr = (__u64)p + bpf_core_field_offset(struct pid, numbers) +
+	       (__u64)level * bpf_core_type_size(struct upid) +
+	       bpf_core_field_offset(struct upid, nr);
+	if (bpf_probe_read_kernel(&nr, sizeof(nr), (const void *)addr) || nr <= 0)
+		return host_tid;
+	return (__u32)nr;
+}
+
+/* Fill the task's part of a sample request. */
+static __always_inline void sample_req_task(struct sample_req *q, struct task_struct *task)
+{
+	q->pid = task->tgid;
+	q->tid = task->pid;
+	q->ns_tid = task_ns_tid(task, q->tid);
+	/* pthread_self() is the thread's fs base with glibc on x86_64; only
+	 * Python <= 3.10, whose thread states lack the OS tid, needs it. */
+	q->pthread_self = task->thread.fsbase;
+}
+
+#endif /* TASK_IDS_BPF_H */

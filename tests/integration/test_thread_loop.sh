@@ -1,0 +1,68 @@
+#!/bin/bash
+# Issue 11 row 9: a target whose thread list loops (tstate->next pointing
+# back, set with ctypes by tests/integration/py/thread_loop.py), on every
+# interpreter. Before: dump stopped the target for seconds and printed the
+# same threads thousands of times ("3584 more threads" for 2 threads).
+# Now every reader of the list catches the loop (Brent's algorithm in
+# bpf/frame_walker.h): dump fails with "thread list loops at 0x...", no
+# thread printed twice, and record still samples the threads it can find.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ready.sh"
+use_bpfpy
+PYDIR=$ROOT_DIR/tests/integration/py
+
+# ready_path LABEL NAME: the ready file as the target names it, and as we do.
+ready_path() {
+	local root
+	root=$(targets | awk -F'\t' -v l="$1" '$2 == l { print $3; exit }')
+	if [ "$root" = / ]; then
+		echo "$TMP/$2 $TMP/$2"
+	else
+		local d
+		d=$(mktemp -d "$root/tmp/bpfpy-loop.XXXXXX")
+		chmod 755 "$d"
+		echo "${d#"$root"}/$2 $d/$2"
+		CLEAN+=("$d")
+	fi
+}
+CLEAN=()
+trap 'cleanup; for d in "${CLEAN[@]}"; do rm -rf "$d"; done' EXIT
+
+while IFS=$'\t' read -r ver label root py; do
+	read -r rin rout < <(ready_path "$label" "ready-$label")
+	"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/thread_loop.py" "$rin" >"$TMP/$label.out" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	if ! wait_file "$rout" "$pid"; then
+		if grep -q '^skip:' "$TMP/$label.out"; then
+			ok "$label: $(cat "$TMP/$label.out")"
+		else
+			bad "$label: target not ready: $(head -3 "$TMP/$label.out")"
+		fi
+		continue
+	fi
+	t0=$(date +%s%N)
+	timeout 30 "$BPFPY" dump -p "$pid" >"$TMP/$label.dump" 2>"$TMP/$label.dump.err"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	lines=$(wc -l <"$TMP/$label.dump")
+	if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'thread list loops at 0x[0-9a-f]*' "$TMP/$label.dump.err" &&
+		[ "$lines" -lt 20 ]; then
+		ok "$ver dump: exit $rc in $ms ms, $lines lines: $(cat "$TMP/$label.dump.err")"
+	else
+		bad "$ver dump: rc $rc, $lines lines, $ms ms: $(head -c 300 "$TMP/$label.dump.err")"
+	fi
+	timeout 30 "$BPFPY" dump --nonblocking -p "$pid" >/dev/null 2>"$TMP/$label.nb.err"
+	grep -q 'thread list loops at' "$TMP/$label.nb.err" && ok "$ver dump --nonblocking reports the loop" ||
+		bad "$ver dump --nonblocking: $(head -c 300 "$TMP/$label.nb.err")"
+	# The loop sits behind the main thread: record finds both threads
+	# before it, and samples the spinning one.
+	timeout 30 "$BPFPY" record -p "$pid" -d 1 -q -f raw -o "$TMP/$label.raw" 2>"$TMP/$label.rec.err"
+	rc=$?
+	n=$(awk -v p="$pid" '$2 == p' "$TMP/$label.raw" 2>/dev/null | grep -c loop_main)
+	[ "$rc" = 0 ] && [ "$n" -gt 0 ] && ok "$ver record: $n samples in loop_main" ||
+		bad "$ver record: rc $rc, $n samples: $(head -c 300 "$TMP/$label.rec.err")"
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+done < <(targets)
+finish

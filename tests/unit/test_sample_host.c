@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpf/py_sample.bpf.h compiled for the host: the BPF programs' sample path
+ * (find the thread state, walk, GIL flags, the record, the counters) run
+ * on memory images laid out with the real per-version offsets. The BPF
+ * helpers it calls are replaced by a few lines below (maps become plain
+ * storage, bpf_loop a loop, the ring buffer a capture), so what is tested
+ * is the logic the kernel runs, byte for byte the same source.
+ *
+ * Also the thread-list loop check of every reader (issue 11 row 9): the
+ * BPF search and stack_read_all on a list whose tstate->next points back.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/bpf.h>
+#include <cmocka.h>
+
+#include "diag.h"
+#include "py_offsets.h"
+#include "stack_reader.h"
+#include "walker_user.h"
+
+/* ---- the BPF side's environment, for the host ---- */
+
+/* libbpf's own map-definition macros (bpf_helpers.h): maps become structs
+ * of typed pointers, i.e. ordinary globals we can recognise by address. */
+#define SEC(name)
+#define __uint(name, val) int(*name)[val]
+#define __type(name, val) typeof(val) *name
+#define SCRATCH_SLOT	  0
+
+static void *bpf_map_lookup_elem(void *map, const void *key);
+static long bpf_map_update_elem(void *map, const void *key, const void *value, __u64 flags);
+static long bpf_map_delete_elem(void *map, const void *key);
+static long bpf_loop(__u32 nr, int (*fn)(__u32, void *), void *ctx, __u64 flags);
+static long bpf_ringbuf_output(void *rb, void *data, __u64 size, __u64 flags);
+static __u64 bpf_ktime_get_ns(void);
+static __u32 bpf_get_smp_processor_id(void);
+
+#include "py_sample.bpf.h"
+
+#define CACHE_MAX 64
+static struct sample_scratch scratch_mem;
+static __u64 counter_mem[CNT__COUNT];
+static struct {
+	__u32 tid;
+	__u64 tstate;
+} cache_mem[CACHE_MAX];
+static int ncache;
+static unsigned char rb_mem[sizeof(struct sample_buf)];
+static __u64 rb_size;
+static int rb_records;
+static __u64 loop_turns;
+
+static void *bpf_map_lookup_elem(void *map, const void *key)
+{
+	__u32 k = *(const __u32 *)key;
+
+	if (map == &scratch)
+		return k == 0 ? &scratch_mem : NULL;
+	if (map == &counters)
+		return k < CNT__COUNT ? &counter_mem[k] : NULL;
+	if (map == &tstate_cache) {
+		for (int i = 0; i < ncache; i++)
+			if (cache_mem[i].tid == k)
+				return &cache_mem[i].tstate;
+		return NULL;
+	}
+	fail_msg("lookup in an unexpected map");
+	return NULL;
+}
+
+static long bpf_map_update_elem(void *map, const void *key, const void *value, __u64 flags)
+{
+	__u64 *v;
+
+	(void)flags;
+	assert_ptr_equal(map, &tstate_cache);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v) {
+		assert_true(ncache < CACHE_MAX);
+		cache_mem[ncache].tid = *(const __u32 *)key;
+		v = &cache_mem[ncache++].tstate;
+	}
+	*v = *(const __u64 *)value;
+	return 0;
+}
+
+static long bpf_map_delete_elem(void *map, const void *key)
+{
+	__u64 *v = bpf_map_lookup_elem(map, key);
+
+	if (!v)
+		return -2;
+	*v = 0;
+	return 0;
+}
+
+static long bpf_loop(__u32 nr, int (*fn)(__u32, void *), void *ctx, __u64 flags)
+{
+	__u32 i;
+
+	(void)flags;
+	for (i = 0; i < nr; i++) {
+		loop_turns++;
+		if (fn(i, ctx))
+			return i + 1;
+	}
+	return i;
+}
+
+static long bpf_ringbuf_output(void *rb, void *data, __u64 size, __u64 flags)
+{
+	(void)flags;
+	assert_ptr_equal(rb, &events);
+	assert_true(size <= sizeof(rb_mem));
+	memcpy(rb_mem, data, size);
+	rb_size = size;
+	rb_records++;
+	return 0;
+}
+
+static __u64 bpf_ktime_get_ns(void)
+{
+	static __u64 t = 1000;
+
+	return t += 10;
+}
+
+static __u32 bpf_get_smp_processor_id(void)
+{
+	return 1;
+}
+
+/* ---- memory images ---- */
+
+#define RUNTIME	  0x10000ull
+#define INTERP	  0x20000ull
+#define TSTATE(k) (0x40000ull + (uint64_t)(k)*0x2000ull)
+#define CFRAME(k) (0x60000ull + (uint64_t)(k)*0x100ull)
+#define FRAME(i)  (0x80000ull + (uint64_t)(i)*0x200ull)
+#define CODE(i)	  (0x100000ull + (uint64_t)(i)*0x400ull)
+#define CODE_TYPE 0x200000ull
+#define NOT_CODE  0x200100ull
+#define GIL	  0x300000ull /* locked int at +0, holder at +8 */
+#define NFRAMES	  16
+#define NTHREADS  3
+
+static uint8_t runtime_b[0x1000], interp_b[0x8000], tstate_b[NTHREADS][0x2000];
+static uint8_t cframe_b[0x400], frame_b[NFRAMES * 0x200], code_b[NFRAMES * 0x400], gil_b[16];
+
+struct image {
+	struct proc_config cfg;
+	struct mem_region regions[8];
+	struct mem_reader r;
+};
+
+static void put64(uint8_t *base, uint64_t off, uint64_t v)
+{
+	memcpy(base + off, &v, sizeof(v));
+}
+
+static void put32(uint8_t *base, uint64_t off, uint32_t v)
+{
+	memcpy(base + off, &v, sizeof(v));
+}
+
+static void load_offsets(struct proc_config *cfg, uint32_t version)
+{
+	struct py_extra x;
+	struct diag d = {0};
+
+	memset(cfg, 0, sizeof(*cfg));
+	assert_int_equal(py_offsets_for_version(version, &cfg->off, &x, &d), 0);
+}
+
+/*
+ * nthreads thread states on one interpreter, thread k with OS tid 100 + k
+ * (as the target sees it) and pthread_self 0x7000 + k; thread k has
+ * depth[k] frames, each with its own code object.
+ */
+static void build(struct image *im, uint32_t version, int nthreads, const int *depth)
+{
+	const struct py_offsets *o;
+	int f = 0;
+
+	memset(runtime_b, 0, sizeof(runtime_b));
+	memset(interp_b, 0, sizeof(interp_b));
+	memset(tstate_b, 0, sizeof(tstate_b));
+	memset(cframe_b, 0, sizeof(cframe_b));
+	memset(frame_b, 0, sizeof(frame_b));
+	memset(code_b, 0, sizeof(code_b));
+	memset(gil_b, 0, sizeof(gil_b));
+	load_offsets(&im->cfg, version);
+	o = &im->cfg.off;
+	im->cfg.runtime_addr = RUNTIME;
+	im->cfg.code_type_addr = CODE_TYPE;
+	im->cfg.gil_locked_addr = GIL;
+	im->cfg.gil_holder_addr = GIL + 8;
+	im->cfg.max_depth = BPFPY_DEFAULT_DEPTH;
+	assert_true((size_t)o->interp_threads_head + 8 <= sizeof(interp_b));
+	put64(runtime_b, o->runtime_interpreters_head, INTERP);
+	put64(interp_b, o->interp_threads_head, TSTATE(0));
+	for (int k = 0; k < nthreads; k++) {
+		uint8_t *ts = tstate_b[k];
+		uint64_t next = 0;
+		/* 3.11-3.14: the chain ends at an entry frame; 3.12+ makes it a
+		 * shim of its own (skipped, so one more frame than depth). */
+		int entry = o->frame_bottom_off ? __builtin_ctz(o->frame_bottom_mask) : -1;
+		int shim = entry >= 0 && ((o->skip_owner_mask >> entry) & 1);
+		int nf = depth[k] + shim;
+
+		put64(ts, o->tstate_next, k + 1 < nthreads ? TSTATE(k + 1) : 0);
+		if (o->tstate_native_thread_id)
+			put64(ts, o->tstate_native_thread_id, 100 + (uint64_t)k);
+		put64(ts, o->tstate_thread_id, 0x7000 + (uint64_t)k);
+		for (int i = nf - 1; i >= 0; i--) {
+			uint8_t *fr = frame_b + (f + i) * 0x200;
+			uint8_t *co = code_b + (f + i) * 0x400;
+
+			put64(co, o->ob_type, CODE_TYPE);
+			put32(co, o->code_firstlineno, 10 * (uint32_t)(f + i));
+			put64(fr, o->frame_code, CODE(f + i));
+			put64(fr, o->frame_previous, next);
+			put64(fr, o->frame_instr,
+			      o->frame_model == FRAME_MODEL_OBJECT
+				  ? 4
+				  : CODE(f + i) + o->code_adaptive);
+			if (entry >= 0 && i == nf - 1)
+				fr[o->frame_bottom_off] = (uint8_t)entry;
+			next = FRAME(f + i);
+		}
+		if (o->frame_model == FRAME_MODEL_CFRAME) {
+			put64(ts, o->tstate_frame, CFRAME(k));
+			put64(cframe_b + k * 0x100, o->cframe_current_frame, next);
+		} else {
+			put64(ts, o->tstate_frame, next);
+		}
+		f += nf;
+	}
+	im->regions[0] = (struct mem_region){RUNTIME, runtime_b, sizeof(runtime_b)};
+	im->regions[1] = (struct mem_region){INTERP, interp_b, sizeof(interp_b)};
+	im->regions[2] = (struct mem_region){TSTATE(0), tstate_b, sizeof(tstate_b)};
+	im->regions[3] = (struct mem_region){CFRAME(0), cframe_b, sizeof(cframe_b)};
+	im->regions[4] = (struct mem_region){FRAME(0), frame_b, sizeof(frame_b)};
+	im->regions[5] = (struct mem_region){CODE(0), code_b, sizeof(code_b)};
+	im->regions[6] = (struct mem_region){GIL, gil_b, sizeof(gil_b)};
+	mem_reader_init_image(&im->r, im->regions, 7);
+	memset(&scratch_mem, 0, sizeof(scratch_mem));
+	memset(counter_mem, 0, sizeof(counter_mem));
+	ncache = 0;
+	rb_records = 0;
+	rb_size = 0;
+	loop_turns = 0;
+}
+
+static void gil(int locked, uint64_t holder)
+{
+	put32(gil_b, 0, (uint32_t)locked);
+	put64(gil_b, 8, holder);
+}
+
+/* A tick on thread k as the kernel sees it: host tid 5000 + k; the target
+ * knows it as 100 + k (its PID namespace), pthread_self 0x7000 + k. */
+static const struct sample_hdr *tick(struct image *im, int k, int in_container)
+{
+	struct sample_req q = {.cfg = &im->cfg, .reader = &im->r, .start_ns = 1, .pid = 4242};
+
+	q.tid = 5000 + (uint32_t)k;
+	q.ns_tid = in_container ? 100 + (uint32_t)k : q.tid;
+	q.pthread_self = 0x7000 + (uint64_t)k;
+	rb_records = 0;
+	if (sample_thread(&q))
+		return NULL;
+	assert_int_equal(rb_records, 1);
+	return (const struct sample_hdr *)rb_mem;
+}
+
+static const struct frame_rec *frames_of(const struct sample_hdr *h)
+{
+	return (const struct frame_rec *)(h + 1);
+}
+
+#define V310 0x030a0df0u
+#define V311 0x030b07f0u
+#define V312 0x030c01f0u
+
+/* 3.12: the namespace tid finds the thread, leaf first, GIL held. */
+static void test_sample_in_container(void **state)
+{
+	static const int depth[] = {2, 3};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V312, 2, depth);
+	gil(1, TSTATE(1));
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->pid, 4242);
+	assert_int_equal(h->tid, 5001); /* host tid in the record */
+	assert_int_equal(h->tstate, TSTATE(1));
+	assert_int_equal(h->nframes, 3);
+	assert_int_equal(rb_size, sizeof(*h) + 3 * sizeof(struct frame_rec));
+	/* leaf: first frame of thread 1, after thread 0's 2 frames and shim */
+	assert_int_equal(frames_of(h)[0].code, CODE(3));
+	assert_int_equal(frames_of(h)[2].code, CODE(5));
+	assert_int_equal(walk_instr_index(&im.cfg.off, frames_of(h)[0].instr), 0);
+	assert_int_equal(h->flags, SAMPLE_GIL_KNOWN | SAMPLE_GIL_HELD);
+	assert_int_equal(h->err, 0);
+	assert_int_equal(counter_mem[CNT_EMITTED], 1);
+	assert_int_equal(counter_mem[CNT_FRAMES], 4); /* the entry shim is visited too */
+	/* cached under the host tid, and the hint is used next time */
+	assert_int_equal(ncache, 1);
+	assert_int_equal(cache_mem[0].tid, 5001);
+	loop_turns = 0;
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 3);
+	assert_true(loop_turns <= WALK_TURNS(BPFPY_DEFAULT_DEPTH)); /* no search loop */
+}
+
+/* The bug of issue 11 row 15: comparing the host tid finds nothing. */
+static void test_host_tid_does_not_match_3_11(void **state)
+{
+	static const int depth[] = {2};
+	struct image im;
+
+	(void)state;
+	build(&im, V311, 1, depth);
+	assert_null(tick(&im, 0, 0));
+	assert_int_equal(counter_mem[CNT_NO_PYTHON], 1);
+	assert_int_equal(counter_mem[CNT_EMITTED], 0);
+	assert_non_null(tick(&im, 0, 1));
+}
+
+/* <= 3.10: pthread_self matches, the namespace does not matter. */
+static void test_pthread_match_3_10(void **state)
+{
+	static const int depth[] = {1, 4};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V310, 2, depth);
+	gil(1, TSTATE(0)); /* another thread holds it */
+	h = tick(&im, 1, 0);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 4);
+	assert_int_equal(h->flags, SAMPLE_GIL_KNOWN);
+	assert_int_equal(frames_of(h)[0].instr, 4);
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 4);
+}
+
+/* Deeper than max_depth: the leaf part, flagged, counted. GIL unknown
+ * without its addresses. */
+static void test_truncated(void **state)
+{
+	static const int depth[] = {6};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V312, 1, depth);
+	im.cfg.max_depth = 4;
+	im.cfg.gil_holder_addr = 0;
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 4);
+	assert_int_equal(h->flags, SAMPLE_TRUNCATED);
+	assert_int_equal(frames_of(h)[0].code, CODE(0));
+	assert_int_equal(counter_mem[CNT_TRUNCATED], 1);
+}
+
+/* Failed walks: an error record with the cause, no frames. */
+static void test_error_causes(void **state)
+{
+	static const int depth[] = {3};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V312, 1, depth);
+	put64(code_b + 1 * 0x400, im.cfg.off.ob_type, NOT_CODE);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->flags & SAMPLE_ERROR, SAMPLE_ERROR);
+	assert_int_equal(h->err, WALK_ERR_BAD_CODE);
+	assert_int_equal(h->nframes, 0);
+	assert_int_equal(rb_size, sizeof(*h));
+	assert_int_equal(counter_mem[CNT_ERR_BASE + WALK_ERR_BAD_CODE], 1);
+
+	build(&im, V312, 1, depth);
+	put64(frame_b + 1 * 0x200, im.cfg.off.frame_previous, 0xdead0000ull);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->err, WALK_ERR_READ_FRAME);
+
+	build(&im, V312, 1, depth);
+	put64(frame_b + 1 * 0x200, im.cfg.off.frame_previous, FRAME(1));
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->err, WALK_ERR_CYCLE);
+}
+
+/* Issue 12: a chain that ends where no real chain ends (here: cut above
+ * its entry frame, as a torn read would) is an error, in both readers. */
+static void test_chain_must_end_at_entry(void **state)
+{
+	static const int depth[] = {3};
+	struct thread_stack *ts = calloc(1, sizeof(*ts));
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	assert_non_null(ts);
+	for (int v = 0; v < 2; v++) {
+		build(&im, v ? V312 : V311, 1, depth);
+		assert_non_null(tick(&im, 0, 1));
+		assert_int_equal(((const struct sample_hdr *)rb_mem)->err, 0);
+		/* frame 1's previous (the frame below it) now ends the chain */
+		put64(frame_b + 1 * 0x200, im.cfg.off.frame_previous, 0);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->err, WALK_ERR_NO_ENTRY);
+		assert_int_equal(h->nframes, 0);
+		assert_int_equal(stack_read_thread(&im.r, &im.cfg, TSTATE(0), ts), -1);
+		assert_int_equal(ts->err, WALK_ERR_NO_ENTRY);
+		assert_string_equal(walk_error_name(ts->err),
+				    "chain does not end at an entry frame");
+	}
+	/* <= 3.10 has no such rule */
+	build(&im, V310, 1, depth);
+	put64(frame_b + 1 * 0x200, im.cfg.off.frame_previous, 0);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->err, 0);
+	assert_int_equal(h->nframes, 2);
+	free(ts);
+}
+
+/* tstate->next pointing to itself: the search stops at once with the
+ * cause instead of turning TSTATE_SEARCH_MAX times. */
+static void test_thread_list_loop_bpf(void **state)
+{
+	static const int depth[] = {1, 1, 1};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V312, 3, depth);
+	put64(tstate_b[1], im.cfg.off.tstate_next, TSTATE(1));
+	h = tick(&im, 2, 1); /* thread 2 is behind the loop */
+	assert_non_null(h);
+	assert_int_equal(h->err, WALK_ERR_THREAD_CYCLE);
+	assert_int_equal(h->flags & SAMPLE_ERROR, SAMPLE_ERROR);
+	assert_int_equal(h->tstate, 0);
+	assert_int_equal(counter_mem[CNT_ERR_BASE + WALK_ERR_THREAD_CYCLE], 1);
+	assert_true(loop_turns < 10);
+	/* a thread before the loop is still found */
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->err, 0);
+	assert_int_equal(h->nframes, 1);
+}
+
+/* A longer loop (0 -> 1 -> 2 -> 0): user space reports it once, each
+ * thread once. */
+static void test_thread_list_loop_user(void **state)
+{
+	static const int depth[] = {1, 2, 3};
+	struct thread_stack *out = calloc(16, sizeof(*out));
+	struct image im;
+	struct diag d = {0};
+	int count = -1;
+
+	(void)state;
+	assert_non_null(out);
+	build(&im, V312, 3, depth);
+	put64(tstate_b[2], im.cfg.off.tstate_next, TSTATE(0));
+	assert_int_equal(stack_read_all(&im.r, &im.cfg, out, 16, &count, &d), -1);
+	assert_int_equal(count, 3);
+	assert_non_null(strstr(d.msg, "thread list loops at 0x"));
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(out[i].tstate, TSTATE(i));
+		assert_int_equal(out[i].nframes, (uint32_t)depth[i]);
+	}
+	/* and a self-loop on the first thread */
+	build(&im, V312, 3, depth);
+	put64(tstate_b[0], im.cfg.off.tstate_next, TSTATE(0));
+	assert_int_equal(stack_read_all(&im.r, &im.cfg, out, 16, &count, &d), -1);
+	assert_int_equal(count, 1);
+	/* an intact list is no error */
+	build(&im, V312, 3, depth);
+	assert_int_equal(stack_read_all(&im.r, &im.cfg, out, 16, &count, &d), 0);
+	assert_int_equal(count, 3);
+	free(out);
+}
+
+/* The same walk from both builds: the user-space reader and the BPF path
+ * agree frame for frame. */
+static void test_user_and_bpf_agree(void **state)
+{
+	static const int depth[] = {5};
+	struct thread_stack *ts = calloc(1, sizeof(*ts));
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	assert_non_null(ts);
+	build(&im, V311, 1, depth);
+	gil(1, TSTATE(0));
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(stack_read_thread(&im.r, &im.cfg, TSTATE(0), ts), 0);
+	assert_int_equal(ts->nframes, h->nframes);
+	assert_int_equal(ts->flags, h->flags);
+	assert_int_equal(ts->tid, 100);
+	assert_memory_equal(ts->frames, frames_of(h), h->nframes * sizeof(struct frame_rec));
+	free(ts);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sample_in_container),
+	    cmocka_unit_test(test_host_tid_does_not_match_3_11),
+	    cmocka_unit_test(test_pthread_match_3_10),
+	    cmocka_unit_test(test_truncated),
+	    cmocka_unit_test(test_error_causes),
+	    cmocka_unit_test(test_chain_must_end_at_entry),
+	    cmocka_unit_test(test_thread_list_loop_bpf),
+	    cmocka_unit_test(test_thread_list_loop_user),
+	    cmocka_unit_test(test_user_and_bpf_agree),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
