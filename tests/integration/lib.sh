@@ -89,7 +89,7 @@ not_stopped() {
 	if ((${#l[@]})); then
 		bad "$2: target $1 left stopped or traced: ${l[*]}"
 	else
-		ok "$2: every thread of $1 running, ${3:+traced by $3 only}${3:-no tracer}"
+		ok "$2: every thread of $1 running, $([ -n "${3:-}" ] && echo "traced by $3 only" || echo "no tracer")"
 	fi
 }
 

@@ -37,9 +37,11 @@ advancing() { # WHAT
 	b=$(progressed_since count "$a") && ok "$1: target still progressing ($a -> $b)" ||
 		bad "$1: progress stuck at $a for 15 s"
 }
-start_unruly() { # MODE [ARGS]: sets PY_PID
-	rm -f "$TMP/count"
-	UNRULY_COUNT=$TMP/count start_py "$label" "$PYDIR/unruly.py" "$@" || return 1
+start_unruly() { # MODE [ARGS]: sets PY_PID; exec waits for $GO (go_exec)
+	rm -f "$TMP/count" "$TMP/go"
+	GO=
+	[[ $1 == exec ]] && GO=$TMP/go
+	UNRULY_COUNT=$TMP/count UNRULY_GO=$GO start_py "$label" "$PYDIR/unruly.py" "$@" || return 1
 	# running: it has published its first count (removed above, so its own)
 	wait_file "$TMP/count" || { bad "unruly.py $1: no progress published"; return 1; }
 }
@@ -61,10 +63,23 @@ dumps() { # N WHAT [ARGS...]: N blocking dumps, all exit 0 or 3 (gone)
 		bad "$what: $fails of $n dumps failed ($codes): $(head -c 300 "$TMP/dump.failed")"
 	fi
 }
+go_exec() { touch "$GO"; } # the exec target goes on: exec 1.5 s from now
 record() { # WHAT OUT ARGS...: record under a hard timeout, stderr in $TMP/rec.err
-	local what=$1 out=$2
+	# An exec target (GO set, ARGS with -v) execs only once record says it
+	# samples it: record's set-up may take longer than 1.5 s on a busy host.
+	local what=$1 out=$2 rec i
 	shift 2
-	timeout -s KILL 60 "$BPFPY" record -p "$PY_PID" -o "$out" --force "$@" 2>"$TMP/rec.err"
+	timeout -s KILL 60 "$BPFPY" record -p "$PY_PID" -o "$out" --force "$@" 2>"$TMP/rec.err" &
+	rec=$!
+	if [[ -n $GO ]]; then
+		for ((i = 0; i < 600; i++)); do
+			grep -q "sampling pid $PY_PID " "$TMP/rec.err" && break
+			kill -0 "$rec" 2>/dev/null || break
+			sleep 0.05
+		done
+		go_exec
+	fi
+	wait "$rec"
 	REC_RC=$?
 	grep -v '^libbpf' "$TMP/rec.err" | sed 's/^/    /'
 	[[ $REC_RC == 0 ]] || bad "$what: record exit $REC_RC"
@@ -135,7 +150,7 @@ else
 	echo "note: a single interpreter outside the chroot: exec-into-Python rows skipped"
 fi
 start_unruly exec /bin/sleep 30 || finish
-record "exec into sleep" "$TMP/sleep.folded" -d 5
+record "exec into sleep" "$TMP/sleep.folded" -d 5 -v
 if [[ $REC_RC == 0 ]] && grep -q "pid $PY_PID exec'd, no longer sampled: .*not a CPython process" "$TMP/rec.err"; then
 	ok "exec into /bin/sleep: said so, exit 0"
 	row "exec into a non-Python program during record" "exit 0; 'no longer sampled: not a CPython process'"
@@ -144,13 +159,15 @@ else
 fi
 kill -9 "$PY_PID"
 # dumps across the exec: each returns (0, or 4 once it is sleep), none hangs
+# (the first dump before the go, then on until three dumps of sleep, 60 s at most)
 start_unruly exec /bin/sleep 30 || finish
 codes=
-t_end=$((SECONDS + 3))
-while ((SECONDS < t_end)); do
+t_end=$((SECONDS + 60))
+while ((SECONDS < t_end)) && [[ " $codes" != *" 4 4 4 " ]]; do
 	timeout -s KILL 30 "$BPFPY" dump -p "$PY_PID" >/dev/null 2>"$TMP/x.err"
 	rc=$?
 	codes+="$rc "
+	[[ -e $GO ]] || go_exec
 	[[ $rc == 0 || $rc == 4 ]] || cat "$TMP/x.err"
 	grep -q "exec'd another program" "$TMP/x.err" && echo "    caught mid-exec: $(cat "$TMP/x.err")"
 done
