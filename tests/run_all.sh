@@ -22,7 +22,7 @@ failed=()
 # 10 minutes alone on 2 CPUs.
 LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-1500}
 run() { # name, limit, command...
-	local name=$1 limit=$2 rc start secs left
+	local name=$1 limit=$2 rc start secs left sid
 	shift 2
 	left=$((deadline - $(date +%s)))
 	if ((left < 60)); then
@@ -32,9 +32,20 @@ run() { # name, limit, command...
 	fi
 	((limit > left)) && limit=$left
 	start=$(date +%s%N)
-	timeout -k 10 "$limit" "$@" >"$log_dir/$name.log" 2>&1
+	# In a session of its own: timeout kills its process group, but a
+	# test's own `timeout CMD` makes a group of its own and would survive
+	# (and load the CPUs for the tests after it); what is left in the
+	# session when the test ends is killed by the session's id.
+	setsid -w bash -c 'echo $$ >"$0"; exec timeout -k 10 "$@"' "$log_dir/$name.sid" \
+		"$limit" "$@" >"$log_dir/$name.log" 2>&1
 	rc=$?
 	((rc == 124 || rc == 137)) && echo "run_all: killed after $limit s" >>"$log_dir/$name.log"
+	sid=$(cat "$log_dir/$name.sid" 2>/dev/null)
+	rm -f "$log_dir/$name.sid"
+	if [[ -n $sid ]] && pgrep -s "$sid" >/dev/null; then
+		{ echo "run_all: left running, killed:"; pgrep -a -s "$sid"; } >>"$log_dir/$name.log"
+		pkill -KILL -s "$sid"
+	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 	case $rc in
 	0) pass=$((pass + 1)); printf 'PASS  %-40s %6ss\n' "$name" "$secs" ;;
