@@ -160,7 +160,7 @@ py_launch() {
 py_ready() {
 	local pid=$1 out=$2 label=$3 i py=$3
 	for ((i = 0; i < 600; i++)); do
-		[ "$(tail -c 1 "$out" 2>/dev/null | od -An -c | tr -d ' ')" = '\n' ] && break
+		(($(head -n 1 "$out" 2>/dev/null | wc -l))) && break # a newline: a whole line
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
