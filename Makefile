@@ -1,16 +1,22 @@
 # bpfpy: one entry point. See README.md.
 #   make            build build/bpfpy (BPF objects, skeletons, the binary)
-#   make test       install what is missing, build, run every test
-#   make run        install what is missing, build, run the oracle's default job
+#   make test       install what is missing (build + test stack), provision the
+#                   target interpreters, build, run every test
+#   make run        install what is missing (build + python3), build, run the
+#                   oracle's default job
 #   make bench      the benchmark (prints ratios; writes build/bench.json)
 #   make install    PREFIX=/usr/local
+# Each target asks scripts/deps.sh for its own group of Debian packages
+# (build, run, unit, test); with the packages present that is one dpkg-query,
+# so `make` needs neither root nor the test stack.
 #   make SAN=1      build with ASan+UBSan (make test SAN=1 runs the suite so)
 
 PREFIX ?= /usr/local
 ARCH := x86
 OUT := build
 CLANG ?= clang
-BPFTOOL ?= bpftool
+# Debian installs it in /usr/sbin, which a plain user's PATH may lack.
+BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 CC ?= cc
 
 WARN := -Wall -Wextra -Werror
@@ -41,16 +47,21 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 # A recipe that fails (bpftool gen skeleton > $@, say) must not leave a
 # truncated target that the next make trusts.
 .DELETE_ON_ERROR:
-.PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz protobuf
+.PHONY: all deps deps-build deps-run deps-unit deps-test test unit integration run bench install clean \
+	vmlinux format targets fuzz protobuf
 
 all: $(OUT)/bpfpy
 
-# Every build first makes sure the toolchain is there (a no-op when it is).
-$(BPF_OBJS) $(USER_OBJS) $(OUT)/obj/main.o: | deps
+# Every build first makes sure the toolchain is there (a no-op when it is);
+# the unit tests also need cmocka, nothing more.
+$(BPF_OBJS) $(USER_OBJS) $(OUT)/obj/main.o: | deps-build
+$(UNIT_BINS): | deps-unit
 
-# Installs only what is missing; a no-op (one dpkg query) when all is there.
-deps:
-	@scripts/deps.sh
+# Each installs only what is missing of its group (scripts/deps.sh); a no-op
+# (one dpkg query) when all is there. `make deps` is everything (test).
+deps-build deps-run deps-unit deps-test:
+	@scripts/deps.sh $(@:deps-%=%)
+deps: deps-test
 
 $(OUT)/bpf $(OUT)/obj $(OUT)/unit:
 	@mkdir -p $@
@@ -80,21 +91,21 @@ $(OUT)/unit/%: tests/unit/%.c $(OUT)/libbpfpy.a | $(OUT)/unit
 unit: $(UNIT_BINS)
 	@tests/run_unit.sh $(UNIT_BINS)
 
-integration: $(OUT)/bpfpy
+integration: deps-test $(OUT)/bpfpy
 	@OUT=$(OUT) tests/run_all.sh
 
-test: deps
+test: deps-test
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)
 	@OUT=$(OUT) tests/run_all.sh $(UNIT_BINS)
 
-targets: deps
+targets: deps-test
 	@scripts/targets.sh
 
-run: deps
+run: deps-run
 	@$(MAKE) --no-print-directory all
 	@$(OUT)/bpfpy oracle --default
 
-bench: deps
+bench: deps-test
 	@$(MAKE) --no-print-directory all
 	@OUT=$(OUT) scripts/bench.sh $(OUT)/bench.json
 

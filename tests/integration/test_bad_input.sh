@@ -14,18 +14,7 @@
 # every dump of a live process its threads are not stopped nor traced.
 . "$(dirname "$0")/lib.sh"
 
-PYDIR=$ROOT_DIR/tests/integration/py
 use_bpfpy
-
-not_stopped() { # PID WHAT
-	local t st tr l=()
-	for t in /proc/"$1"/task/*; do
-		st=$(sed 's/^.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)
-		tr=$(awk '/^TracerPid:/ {print $2}' "$t/status" 2>/dev/null)
-		[[ $st == t || $st == T || ${tr:-0} != 0 ]] && l+=("${t##*/}:$st:$tr")
-	done
-	((${#l[@]})) && bad "$2: left stopped/traced: ${l[*]}" || ok "$2: target $1 running, untraced"
-}
 
 # ---------------------------------------------------------------- processes
 start_py "$(targets | head -n 1 | cut -f2)" "$PYDIR/three.py" || { bad "three.py did not start"; finish; }
@@ -37,21 +26,24 @@ true &
 gone=$!
 wait "$gone"
 [[ -e /proc/$gone ]] && gone=$(($(cat /proc/sys/kernel/pid_max) - 1)) # reused: take another
-old=()
+old=() olde=()
 for v in 2.7 3.6 3.7; do
 	exe=$(ls -d /root/.pyenv/versions/$v.*/bin/python$v 2>/dev/null | head -n 1)
 	if [[ -z $exe ]]; then
 		echo "note: no pyenv Python $v: its rows are skipped"
 		continue
 	fi
-	"$exe" -c 'import time
+	"$exe" -c 'import sys, time
 print("ready")
+sys.stdout.flush()
 while True: time.sleep(1000)' >"$TMP/old$v.out" 2>&1 &
 	PIDS+=("$!")
 	old+=("$v:$!")
+	olde+=("$exe")
 done
-for o in "${old[@]}"; do # wait for each to print
-	for _ in $(seq 1 100); do [[ -s $TMP/old${o%%:*}.out ]] && break; sleep 0.05; done
+for i in "${!old[@]}"; do # wait for each to print
+	o=${old[i]}
+	py_ready "${o#*:}" "$TMP/old${o%%:*}.out" "${olde[i]}" || bad "python${o%%:*} did not start"
 done
 # Debian's debug build (python3.11-dbg, installed by scripts/deps.sh).
 dbg=
@@ -59,22 +51,24 @@ if [[ -x /usr/bin/python3.11d ]]; then
 	/usr/bin/python3.11d "$PYDIR/three.py" >"$TMP/dbg.out" 2>&1 &
 	dbg=$!
 	PIDS+=("$dbg")
-	for _ in $(seq 1 100); do [[ -s $TMP/dbg.out ]] && break; sleep 0.05; done
+	py_ready "$dbg" "$TMP/dbg.out" /usr/bin/python3.11d || bad "python3.11d did not start"
 else
 	echo "note: no /usr/bin/python3.11d (python3.11-dbg): its rows are skipped"
 fi
 # A free-threaded build, as far as a debugger can tell: the sid chroot's 3.15
-# with free_threaded set in its debug offsets. Needs the chroot.
+# with free_threaded set in its debug offsets. Needs the chroot (shared: the
+# copy's name is this run's own).
 ft=
+ftpy=/tmp/bpfpy-ft-python3.15.${TMP##*/}
 sid_root=$(targets | awk -F'\t' '$1 ~ /^3\.1[5-9]\./ && $3 != "/" {print $3; exit}')
 if [[ -n $sid_root ]] && python3 "$PYDIR/claim_free_threaded.py" "$sid_root/usr/bin/python3.15" \
-	"$sid_root/tmp/bpfpy-ft-python3.15" >"$TMP/ft.log" 2>&1; then
-	chroot "$sid_root" /tmp/bpfpy-ft-python3.15 -c 'import time
+	"$sid_root$ftpy" >"$TMP/ft.log" 2>&1; then
+	chroot "$sid_root" "$ftpy" -c 'import time
 print("ready", flush=True)
 time.sleep(1000)' >"$TMP/ft.out" 2>&1 &
 	ft=$!
 	PIDS+=("$ft")
-	for _ in $(seq 1 100); do [[ -s $TMP/ft.out ]] && break; sleep 0.05; done
+	py_ready "$ft" "$TMP/ft.out" "$sid_root$ftpy" || bad "the free-threaded copy did not start"
 else
 	echo "note: no 3.15 in a sid chroot to mark free-threaded ($(cat "$TMP/ft.log" 2>/dev/null)): its rows are skipped"
 fi
@@ -210,7 +204,7 @@ if [[ -n $dbg ]]; then
 		ok "python3.11d recorded: $(head -n 1 "$TMP/dbg.folded" | cut -c1-120)" ||
 		bad "python3.11d record: $(head -c 300 "$TMP/dbg.folded" 2>/dev/null)"
 fi
-rm -f "${sid_root:-/nonexistent}/tmp/bpfpy-ft-python3.15"
+rm -f "${sid_root:-/nonexistent}$ftpy"
 
 # a good dump of the same process still works after all that, and leaves it running
 timeout -s KILL 60 "$BPFPY" dump -p "$py" >"$TMP/good.out" 2>&1 && grep -q 'outer' "$TMP/good.out" &&

@@ -14,7 +14,6 @@
 # Rows for the table in SECURITY.md go to build/hardening/hostile.tsv.
 . "$(dirname "$0")/lib.sh"
 
-PYDIR=$ROOT_DIR/tests/integration/py
 rows_file hostile
 RSS_MAX_KB=$((200 * 1024))
 use_bpfpy
@@ -24,10 +23,12 @@ label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 
 row() { printf 'hostile\t%s\t%s\n' "$1" "$2" >> "$ROWS"; }
 
-start_py "$label" "$PYDIR/hostile_frames.py" "$TMP/progress" || { finish; }
-grep -q '^skip' "$TMP/$label.out" && { cat "$TMP/$label.out"; exit 77; }
-pid=$(awk '/^ready/ {print $2}' "$TMP/$label.out")
-[ -n "$pid" ] || { bad "no ready line: $(cat "$TMP/$label.out")"; finish; }
+start_py "$label" "$PYDIR/hostile_frames.py" "$TMP/progress"
+rc=$?
+grep -q '^skip' "$PY_OUT" && { cat "$PY_OUT"; exit 77; }
+((rc == 0)) || finish
+pid=$(awk '/^ready/ {print $2}' "$PY_OUT")
+[ "$pid" = "$PY_PID" ] || { bad "ready line names pid '$pid', not $PY_PID: $(cat "$PY_OUT")"; finish; }
 
 progress() { cat "$TMP/progress" 2>/dev/null || echo 0; }
 
@@ -65,7 +66,8 @@ check_run() { # name, description of the faults it must survive
 	fi
 }
 
-sleep 0.3
+# counting: the target has published its first count (a file only it writes)
+wait_file "$TMP/progress" || { bad "target never published its progress"; finish; }
 faults="self cycle, 2-cycle, wild previous, wild co_qualname, 2**60-char co_filename, 2**62-byte co_linetable"
 
 p0=$(progress)

@@ -14,7 +14,6 @@
 # Rows for the table in SECURITY.md go to build/hardening/memcheck.tsv.
 . "$(dirname "$0")/lib.sh"
 
-PYDIR=$ROOT_DIR/tests/integration/py
 rows_file memcheck
 use_bpfpy
 if ! command -v valgrind >/dev/null; then
@@ -57,7 +56,6 @@ start_py "$label" "$PYDIR/three.py" || finish
 py=$PY_PID
 start_py "$newest" "$PYDIR/hot.py" || finish
 hot=$PY_PID
-sleep 0.5
 
 vg dump dump -p "$py"
 vg dump_json dump -p "$hot" --nonblocking --json

@@ -25,9 +25,10 @@ use_bpfpy
 label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 [ -n "$label" ] || label=$(targets | awk -F'\t' 'NR == 1 {print $2}')
 start_py "$label" "$ROOT_DIR/tests/integration/py/hostile_progress.py" "$TMP/progress" 200 || finish
-pid=$(awk '/^ready/ {print $2}' "$TMP/$label.out")
+pid=$PY_PID
 progress() { cat "$TMP/progress" 2>/dev/null || echo 0; }
-sleep 0.3
+# counting: the target has published its first count (a file only it writes)
+wait_file "$TMP/progress" || { bad "target never published its progress"; finish; }
 
 # After each round: no 't' thread, counter advancing, no prog of that bpfpy.
 target_ok() { # bpfpy pid, what

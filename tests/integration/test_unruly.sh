@@ -19,7 +19,6 @@
 # Rows for the table in SECURITY.md go to build/hardening/unruly.tsv.
 . "$(dirname "$0")/lib.sh"
 
-PYDIR=$ROOT_DIR/tests/integration/py
 rows_file unruly
 use_bpfpy
 row() { printf 'unruly target\t%s\t%s\n' "$1" "$2" >>"$ROWS"; }
@@ -30,18 +29,6 @@ label=$(printf '%s\n' "${host[@]}" | awk -F'\t' '$1 ~ /3\.12/ {print $1; exit}')
 [[ -n $label ]] || label=${host[0]%%$'\t'*}
 other=$(printf '%s\n' "${host[@]}" | awk -F'\t' -v l="$label" '$1 != l {print $2}' | tail -n 1)
 
-# untouched PID WHAT [TRACER]: no thread stopped, none traced (or only by
-# TRACER, whose own stops, 't' at each syscall under strace, are its own)
-untouched() {
-	local t st tr l=()
-	for t in /proc/"$1"/task/*; do
-		st=$(sed 's/^.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)
-		tr=$(awk '/^TracerPid:/ {print $2}' "$t/status" 2>/dev/null)
-		[[ ($st == t && -z ${3:-}) || $st == T ]] && l+=("${t##*/}:$st")
-		[[ ${tr:-0} != 0 && $tr != "${3:-0}" ]] && l+=("${t##*/}:traced-by-$tr")
-	done
-	((${#l[@]})) && bad "$2: ${l[*]}" || ok "$2: target $1 running${3:+, traced by $3 only}"
-}
 tally() { printf '%s\n' "$@" | sort -n | uniq -c | awk '{printf "%s%s (%s times)", (NR > 1 ? ", " : ""), $2, $1}'; }
 count() { cat "$TMP/count" 2>/dev/null || echo 0; }
 advancing() { # WHAT
@@ -50,10 +37,13 @@ advancing() { # WHAT
 	b=$(progressed_since count "$a") && ok "$1: target still progressing ($a -> $b)" ||
 		bad "$1: progress stuck at $a for 15 s"
 }
-start_unruly() { # MODE [ARGS]: sets PY_PID
-	rm -f "$TMP/count"
-	UNRULY_COUNT=$TMP/count start_py "$label" "$PYDIR/unruly.py" "$@" || return 1
-	sleep 0.3
+start_unruly() { # MODE [ARGS]: sets PY_PID; exec waits for $GO (go_exec)
+	rm -f "$TMP/count" "$TMP/go"
+	GO=
+	[[ $1 == exec ]] && GO=$TMP/go
+	UNRULY_COUNT=$TMP/count UNRULY_GO=$GO start_py "$label" "$PYDIR/unruly.py" "$@" || return 1
+	# running: it has published its first count (removed above, so its own)
+	wait_file "$TMP/count" || { bad "unruly.py $1: no progress published"; return 1; }
 }
 dumps() { # N WHAT [ARGS...]: N blocking dumps, all exit 0 or 3 (gone)
 	local n=$1 what=$2 i rc fails=0 maxus=0 us codes=
@@ -73,10 +63,23 @@ dumps() { # N WHAT [ARGS...]: N blocking dumps, all exit 0 or 3 (gone)
 		bad "$what: $fails of $n dumps failed ($codes): $(head -c 300 "$TMP/dump.failed")"
 	fi
 }
+go_exec() { touch "$GO"; } # the exec target goes on: exec 1.5 s from now
 record() { # WHAT OUT ARGS...: record under a hard timeout, stderr in $TMP/rec.err
-	local what=$1 out=$2
+	# An exec target (GO set, ARGS with -v) execs only once record says it
+	# samples it: record's set-up may take longer than 1.5 s on a busy host.
+	local what=$1 out=$2 rec i
 	shift 2
-	timeout -s KILL 60 "$BPFPY" record -p "$PY_PID" -o "$out" --force "$@" 2>"$TMP/rec.err"
+	timeout -s KILL 60 "$BPFPY" record -p "$PY_PID" -o "$out" --force "$@" 2>"$TMP/rec.err" &
+	rec=$!
+	if [[ -n $GO ]]; then
+		for ((i = 0; i < 600; i++)); do
+			grep -q "sampling pid $PY_PID " "$TMP/rec.err" && break
+			kill -0 "$rec" 2>/dev/null || break
+			sleep 0.05
+		done
+		go_exec
+	fi
+	wait "$rec"
 	REC_RC=$?
 	grep -v '^libbpf' "$TMP/rec.err" | sed 's/^/    /'
 	[[ $REC_RC == 0 ]] || bad "$what: record exit $REC_RC"
@@ -89,7 +92,7 @@ start_unruly threads || finish
 dumps 20 "thread churn"
 grep -q 'churn_threads' "$TMP/dump.out" && ok "thread churn: the main thread's stack shown" ||
 	bad "thread churn: $(head -c 300 "$TMP/dump.out")"
-untouched "$PY_PID" "thread churn, after the dumps"
+not_stopped "$PY_PID" "thread churn, after the dumps"
 advancing "thread churn"
 record "thread churn" "$TMP/threads.folded" -d 2
 s=$(samples_of) e=$(errors_of)
@@ -101,13 +104,13 @@ if ((s > 200 && e * 20 <= s)) && grep -q 'churn_threads' "$TMP/threads.folded"; 
 else
 	bad "thread churn: record $s samples, $e errors"
 fi
-untouched "$PY_PID" "thread churn, after record"
+not_stopped "$PY_PID" "thread churn, after record"
 kill -9 "$PY_PID"
 
 # ---------------------------------------------------------------- 2. forks
 start_unruly fork || finish
 dumps 10 "fork churn"
-untouched "$PY_PID" "fork churn, after the dumps"
+not_stopped "$PY_PID" "fork churn, after the dumps"
 record "fork churn" "$TMP/fork.folded" -d 2
 s=$(samples_of) e=$(errors_of)
 rows=$(grep -c ' samples, ' "$TMP/rec.err")
@@ -121,7 +124,7 @@ record "fork churn --subprocesses" "$TMP/forksub.folded" -d 2 --subprocesses
 rows=$(grep -c ' samples, ' "$TMP/rec.err")
 [[ $REC_RC == 0 ]] && ok "fork churn: record --subprocesses exit 0, $rows processes sampled" &&
 	row "fork churn: record --subprocesses -d 2" "exit 0; $rows processes sampled"
-untouched "$PY_PID" "fork churn, after record"
+not_stopped "$PY_PID" "fork churn, after record"
 advancing "fork churn"
 kill -9 "$PY_PID"
 
@@ -147,7 +150,7 @@ else
 	echo "note: a single interpreter outside the chroot: exec-into-Python rows skipped"
 fi
 start_unruly exec /bin/sleep 30 || finish
-record "exec into sleep" "$TMP/sleep.folded" -d 5
+record "exec into sleep" "$TMP/sleep.folded" -d 5 -v
 if [[ $REC_RC == 0 ]] && grep -q "pid $PY_PID exec'd, no longer sampled: .*not a CPython process" "$TMP/rec.err"; then
 	ok "exec into /bin/sleep: said so, exit 0"
 	row "exec into a non-Python program during record" "exit 0; 'no longer sampled: not a CPython process'"
@@ -156,13 +159,15 @@ else
 fi
 kill -9 "$PY_PID"
 # dumps across the exec: each returns (0, or 4 once it is sleep), none hangs
+# (the first dump before the go, then on until three dumps of sleep, 60 s at most)
 start_unruly exec /bin/sleep 30 || finish
 codes=
-t_end=$((SECONDS + 3))
-while ((SECONDS < t_end)); do
+t_end=$((SECONDS + 60))
+while ((SECONDS < t_end)) && [[ " $codes" != *" 4 4 4 " ]]; do
 	timeout -s KILL 30 "$BPFPY" dump -p "$PY_PID" >/dev/null 2>"$TMP/x.err"
 	rc=$?
 	codes+="$rc "
+	[[ -e $GO ]] || go_exec
 	[[ $rc == 0 || $rc == 4 ]] || cat "$TMP/x.err"
 	grep -q "exec'd another program" "$TMP/x.err" && echo "    caught mid-exec: $(cat "$TMP/x.err")"
 done
@@ -173,7 +178,7 @@ if [[ " $codes" =~ ^(\ 0)+(\ 4)+\ $ ]]; then
 else
 	bad "dumps across an exec: $codes"
 fi
-[[ $(cat /proc/"$PY_PID"/comm 2>/dev/null) == sleep ]] && untouched "$PY_PID" "after the exec" ||
+[[ $(cat /proc/"$PY_PID"/comm 2>/dev/null) == sleep ]] && not_stopped "$PY_PID" "after the exec" ||
 	bad "the exec'd target is not sleep: $(cat /proc/"$PY_PID"/comm 2>/dev/null)"
 kill -9 "$PY_PID"
 
@@ -182,10 +187,12 @@ start_unruly threads || finish
 strace -f -qq -o /dev/null -p "$PY_PID" &
 st=$!
 PIDS+=("$st")
-for _ in $(seq 1 100); do
+for ((i = 0; i < 600; i++)); do
 	[[ $(awk '/^TracerPid:/ {print $2}' /proc/"$PY_PID"/status) == "$st" ]] && break
+	kill -0 "$st" 2>/dev/null || break
 	sleep 0.05
 done
+[[ $(awk '/^TracerPid:/ {print $2}' /proc/"$PY_PID"/status) == "$st" ]] || bad "strace $st never attached to $PY_PID"
 timeout -s KILL 30 "$BPFPY" dump -p "$PY_PID" >/dev/null 2>"$TMP/st.err"
 rc=$?
 if [[ $rc == 6 ]] && grep -q "already traced by pid $st (strace)" "$TMP/st.err"; then
@@ -201,7 +208,7 @@ record "under strace" "$TMP/strace.folded" -d 2
 s=$(samples_of)
 ((REC_RC == 0 && s > 50)) && ok "under strace: record $s samples" &&
 	row "target already under strace: record -d 2" "exit 0; $s samples"
-untouched "$PY_PID" "under strace, after bpfpy" "$st"
+not_stopped "$PY_PID" "under strace, after bpfpy" "$st"
 advancing "under strace"
 kill "$st"
 wait "$st" 2>/dev/null

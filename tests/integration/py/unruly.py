@@ -5,7 +5,9 @@
 #                         in Python for 20-120 ms and exits (_exit)
 #   unruly.py exec PROG [ARGS...]
 #                         spins in Python, then after 1.5 s replaces itself
-#                         with PROG (os.execv): the PID stays, the image goes
+#                         with PROG (os.execv): the PID stays, the image goes.
+#                         With $UNRULY_GO set, the 1.5 s start once that file
+#                         exists (the test says when it is ready to watch)
 # Every mode prints "ready PID" first, then spins in spin() so samplers see
 # Python frames, and counts its progress in the file named by $UNRULY_COUNT
 # (when set), so a test can tell the target is still running.
@@ -67,6 +69,10 @@ def churn_forks():
 
 
 def exec_later(argv):
+    go = os.environ.get("UNRULY_GO")
+    while go and not os.path.exists(go):
+        spin(0.01)
+        tick()
     end = time.monotonic() + 1.5
     while time.monotonic() < end:
         spin(0.01)
