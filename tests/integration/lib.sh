@@ -126,13 +126,16 @@ each_target() {
 	done
 }
 
-# wait_file FILE [SECONDS]: until FILE exists and is not empty (default 30 s).
-# Only for a file nothing else wrote before: one the waited-for process
-# creates itself, under a name fresh to this run (or removed first).
+# wait_file FILE [SECONDS [PID]]: until FILE exists and is not empty
+# (default 30 s), or at once with failure when PID (the process that is to
+# write it) is gone. Only for a file nothing else wrote before: one the
+# waited-for process creates itself, under a name fresh to this run (or
+# removed first).
 wait_file() {
 	local i
 	for ((i = 0; i < ${2:-30} * 20; i++)); do
 		[ -s "$1" ] && return 0
+		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
 		sleep 0.05
 	done
 	return 1

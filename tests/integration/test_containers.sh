@@ -20,7 +20,6 @@
 # The oracle only runs targets it launches itself (--python), so it cannot
 # be pointed at a namespaced process: not tested here.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ready.sh"
 use_bpfpy
 PYDIR=$ROOT_DIR/tests/integration/py
 SID=${BPFPY_SID:-/var/cache/bpfpy/sid}
@@ -52,7 +51,7 @@ launch() {
 	"$@" >"$TMP/$name.out" 2>&1 &
 	pid=$!
 	PIDS+=("$pid")
-	if ! wait_file "$ready" "$pid"; then
+	if ! wait_file "$ready" 20 "$pid"; then
 		bad "$name: not ready: $(head -3 "$TMP/$name.out")"
 		return 1
 	fi

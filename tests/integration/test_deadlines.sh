@@ -23,14 +23,6 @@ rows_file deadlines
 use_bpfpy
 row() { printf 'deadlines\t%s\t%s\n' "$1" "$2" >> "$ROWS"; }
 
-# wait_file PATH: until PATH exists and is non-empty (15 s at most).
-wait_file() {
-	for _ in $(seq 1 300); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 # tstates PID: the state letters of its threads.
 tstates() { cat /proc/"$1"/task/*/stat 2>/dev/null | sed 's/^.*) //' | cut -c1 | tr -d '\n'; }
 

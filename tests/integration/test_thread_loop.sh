@@ -7,7 +7,6 @@
 # bpf/frame_walker.h): dump fails with "thread list loops at 0x...", no
 # thread printed twice, and record still samples the threads it can find.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ready.sh"
 use_bpfpy
 PYDIR=$ROOT_DIR/tests/integration/py
 
@@ -33,7 +32,7 @@ while IFS=$'\t' read -r ver label root py; do
 	"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/thread_loop.py" "$rin" >"$TMP/$label.out" 2>&1 &
 	pid=$!
 	PIDS+=("$pid")
-	if ! wait_file "$rout" "$pid"; then
+	if ! wait_file "$rout" 20 "$pid"; then
 		if grep -q '^skip:' "$TMP/$label.out"; then
 			ok "$label: $(cat "$TMP/$label.out")"
 		else
