@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli_parse.h"
 
+#include <argp.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -56,5 +57,17 @@ double parse_seconds(const char *s)
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v < 0)
 		return -1;
+	return v;
+}
+
+long cli_long(struct argp_state *state, const char *arg, long lo, long hi, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < lo || v > hi)
+		argp_error(state, "%s must be %ld..%ld", what, lo, hi);
 	return v;
 }

@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+struct argp_state;
+
 /* "997", "10k", "10khz", "1.5kHz", "100hz", "2mhz" -> Hz. -1 if malformed. */
 double parse_rate_hz(const char *s);
 /* "1234" or "1,2,3" appended to pids (up to max). Returns the new count, -1
@@ -12,5 +14,9 @@ double parse_rate_hz(const char *s);
 int parse_pid_list(const char *s, pid_t *pids, int n, int max);
 /* Non-negative seconds, e.g. "2", "0.5". -1 if malformed. */
 double parse_seconds(const char *s);
+
+/* A whole decimal number in lo..hi, or argp_error "WHAT must be lo..hi"
+ * (which exits with the usage code). */
+long cli_long(struct argp_state *state, const char *arg, long lo, long hi, const char *what);
 
 #endif /* CLI_PARSE_H */

@@ -15,6 +15,7 @@
 
 #include "monotime.h"
 #include "code_cache.h"
+#include "cli_parse.h"
 #include "commands.h"
 #include "diag.h"
 #include "proc_ns.h"
@@ -108,10 +109,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->json = 1;
 		break;
 	case 'D':
-		v = strtol(arg, &end, 10);
-		if (*end || v < 1 || v > BPFPY_MAX_DEPTH)
-			argp_error(state, "--max-depth must be 1..%d", BPFPY_MAX_DEPTH);
-		o->max_depth = (unsigned)v;
+		o->max_depth = (unsigned)cli_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
 		break;
 	case 'v':
 		o->verbose = 1;

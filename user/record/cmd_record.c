@@ -120,8 +120,6 @@ static const struct argp_option options[] = {
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
-	char *end;
-	long v;
 
 	switch (key) {
 	case 'p':
@@ -144,10 +142,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->poisson = 1;
 		break;
 	case OPT_POISSON_FACTOR:
-		v = strtol(arg, &end, 10);
-		if (*end || v < 2 || v > 64)
-			argp_error(state, "--poisson-factor must be 2..64");
-		o->poisson_factor = (unsigned)v;
+		o->poisson_factor = (unsigned)cli_long(state, arg, 2, 64, "--poisson-factor");
 		break;
 	case OPT_CLOCK:
 		if (!strcmp(arg, "wall"))
@@ -181,16 +176,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->force = 1;
 		break;
 	case OPT_MAX_DEPTH:
-		v = strtol(arg, &end, 10);
-		if (*end || v < 1 || v > BPFPY_MAX_DEPTH)
-			argp_error(state, "--max-depth must be 1..%d", BPFPY_MAX_DEPTH);
-		o->max_depth = (unsigned)v;
+		o->max_depth = (unsigned)cli_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
 		break;
 	case OPT_RINGBUF:
-		v = strtol(arg, &end, 10);
-		if (*end || v < 1 || v > 1024)
-			argp_error(state, "--ringbuf-mb must be 1..1024");
-		o->ringbuf_mb = (unsigned)v;
+		o->ringbuf_mb = (unsigned)cli_long(state, arg, 1, 1024, "--ringbuf-mb");
 		break;
 	case 'q':
 		o->quiet = 1;

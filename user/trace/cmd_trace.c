@@ -122,26 +122,13 @@ static const struct argp_option options[] = {
     {0},
 };
 
-static long parse_long(struct argp_state *state, const char *arg, long lo, long hi,
-		       const char *what)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || v < lo || v > hi)
-		argp_error(state, "%s must be %ld..%ld", what, lo, hi);
-	return v;
-}
-
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct trace_opts *o = state->input;
 
 	switch (key) {
 	case 'p':
-		o->pid = (pid_t)parse_long(state, arg, 1, 1 << 30, "-p");
+		o->pid = (pid_t)cli_long(state, arg, 1, 1 << 30, "-p");
 		break;
 	case OPT_USDT:
 	case OPT_UPROBE:
@@ -160,7 +147,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->list = 1;
 		break;
 	case OPT_THRESHOLD:
-		o->threshold = parse_long(state, arg, 0, 1L << 31, "--threshold");
+		o->threshold = cli_long(state, arg, 0, 1L << 31, "--threshold");
 		break;
 	case OPT_INTERVAL:
 		o->interval = parse_seconds(arg);
@@ -196,10 +183,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->force = 1;
 		break;
 	case OPT_TOP:
-		o->top = (int)parse_long(state, arg, 1, 1000000, "--top");
+		o->top = (int)cli_long(state, arg, 1, 1000000, "--top");
 		break;
 	case OPT_MAX_DEPTH:
-		o->max_depth = (unsigned)parse_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
+		o->max_depth = (unsigned)cli_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
 		break;
 	case 'q':
 		o->quiet = 1;
