@@ -77,7 +77,16 @@ kthread=${kthread:-2}
 # PID 1: a plain root can read it on a normal host (not Python: 4); where PID
 # 1 holds capabilities beyond ours (some containers), the kernel refuses and
 # bpfpy must say which privilege is missing (6).
-if head -c 1 /proc/1/maps >/dev/null 2>&1; then pid1_rc=4 pid1_msg='not a CPython process'; else pid1_rc=6 pid1_msg=CAP_SYS_PTRACE; fi
+# pid 1 here may be outside our sandbox: then its maps are refused although
+# we may hold every capability, and the message must say so rather than
+# blame a capability we hold.
+if head -c 1 /proc/1/maps >/dev/null 2>&1; then
+	pid1_rc=4 pid1_msg='not a CPython process'
+elif (($(printf '%d' "0x$(awk '/^CapEff/ {print $2}' /proc/self/status)") >> 19 & 1)); then
+	pid1_rc=6 pid1_msg='no capability is missing'
+else
+	pid1_rc=6 pid1_msg=CAP_SYS_PTRACE
+fi
 
 mkdir -p "$TMP/outdir"
 echo existing >"$TMP/outdir/exists.folded"
