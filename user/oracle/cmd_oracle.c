@@ -408,7 +408,8 @@ static void window(struct loop *l, struct oracle_case *c, const struct oracle_mo
 	struct diag d = {0};
 
 	progress_line(l, c, m->name, run);
-	if (oracle_target_start(&t, c, l->py, l->p, &d) || oracle_target_wait_ready(&t, 30.0, &d)) {
+	if (oracle_target_start(&t, c, l->py, l->p, &d) ||
+	    oracle_target_wait_ready(&t, rules_own_file(c->rules), 30.0, &d)) {
 		snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	} else {
 		oracle_sleep_until(mono_s() + l->p->o->warmup);
@@ -532,6 +533,9 @@ int cmd_oracle(int argc, char **argv)
 		    ret == EXIT_OK)
 			ret = diag_report(&hd);
 	}
+	/* Before --check: a mode without samples has no figure to check. */
+	if (oracle_empty(stderr, &plan, crs, ncases) && ret == EXIT_OK)
+		ret = EXIT_FAIL;
 	if (ret == EXIT_OK && o.check && oracle_check(stderr, &plan, crs, ncases))
 		ret = EXIT_CHECK_FAILED;
 	for (int ci = 0; ci < ncases; ci++) {

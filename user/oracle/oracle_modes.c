@@ -275,6 +275,93 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 	return ret;
 }
 
+/* Threads the readiness probe reads: the program's frame is looked for in
+ * any of them, and a program that starts threads starts them after it runs. */
+#define PROBE_THREADS 8
+
+struct oracle_probe {
+	struct py_process p;
+	struct code_cache *cache;
+	int open;
+	struct thread_stack *stacks; /* PROBE_THREADS */
+	struct rule_frame *frames;   /* BPFPY_MAX_DEPTH */
+	char *arena;		     /* ARENA */
+};
+
+struct oracle_probe *oracle_probe_new(void)
+{
+	struct oracle_probe *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->stacks = calloc(PROBE_THREADS, sizeof(*pr->stacks));
+	pr->frames = calloc(BPFPY_MAX_DEPTH, sizeof(*pr->frames));
+	pr->arena = malloc(ARENA);
+	if (!pr->stacks || !pr->frames || !pr->arena) {
+		oracle_probe_free(pr);
+		return NULL;
+	}
+	return pr;
+}
+
+void oracle_probe_free(struct oracle_probe *pr)
+{
+	if (!pr)
+		return;
+	code_cache_free(pr->cache);
+	free(pr->stacks);
+	free(pr->frames);
+	free(pr->arena);
+	free(pr);
+}
+
+/* importlib's frames: "<frozen importlib._bootstrap>" (3.11+), or
+ * importlib/_bootstrap.py. */
+static int importing(const char *file)
+{
+	return file && strstr(file, "importlib") != NULL;
+}
+
+int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d)
+{
+	struct diag dd = {0};
+	int count = 0;
+
+	if (!pr->open) {
+		if (py_process_open(&pr->p, pid, 0, &dd)) {
+			/* Not initialised yet, or gone (the caller reaps it):
+			 * ask again later. Anything else will not change. */
+			if (dd.code == EXIT_NOT_PYTHON || dd.code == EXIT_NO_PROCESS)
+				return 0;
+			*d = dd;
+			return -1;
+		}
+		pr->cache = code_cache_new(&pr->p.mem, &pr->p.cfg.off, 0);
+		if (!pr->cache)
+			return diag_errno(d, ENOMEM, "oracle");
+		pr->open = 1;
+	}
+	if (stack_read_all(&pr->p.mem, &pr->p.cfg, pr->stacks, PROBE_THREADS, &count, &dd))
+		return 0;
+	for (int i = 0; i < count && i < PROBE_THREADS; i++) {
+		const struct thread_stack *ts = &pr->stacks[i];
+		int mine = 0, imp = 0, n;
+
+		if (ts->flags & SAMPLE_ERROR)
+			continue;
+		n = symbolize(pr->cache, ts, pr->frames, pr->arena);
+		for (int k = 0; k < n; k++) {
+			const char *f = pr->frames[k].file, *b = strrchr(f, '/');
+
+			mine |= !strcmp(b ? b + 1 : f, own);
+			imp |= importing(f);
+		}
+		if (mine && !imp)
+			return 1;
+	}
+	return 0;
+}
+
 /* Records of one wall-clock snapshot, or the stream of the cpu clock. */
 struct bpf_ctx {
 	struct oracle_window *w;
