@@ -15,7 +15,9 @@ original's blocking modes do; without it the target runs while it is read.
 
 Output, the oracle's external protocol (bpfpy oracle --help): "S grouped"
 when sampling begins, then per attempt the stack of each thread as
-"tid=N f1;f2;...", ROOT FIRST, frames "qualname:lineno", and ". US" closing
+"tid=N f1;f2;...", ROOT FIRST, frames "qualname:lineno@file" (lineno '?'
+when unknown; '%', ';', '@' and control characters in a name or file are
+written %XX, since the target chose them), and ". US" closing
 the attempt with its cost in microseconds; "E message" for an attempt that
 raised. The schedule is absolute (start + i/rate, or exponential gaps) and
 never samples past the deadline, like the oracle's own modes.
@@ -24,6 +26,26 @@ import os
 import random
 import sys
 import time
+
+
+def _escape_table():
+    t = {c: "%%%02X" % c for c in range(32)}
+    t.update({ord(c): "%%%02X" % ord(c) for c in "%;@\x7f"})
+    return t
+
+
+_ESC = _escape_table()
+
+
+def frame_text(f):
+    """One frame for the protocol: 'qualname:lineno@file', escaped."""
+    loc = f.location
+    line = loc if isinstance(loc, int) else (loc[0] if loc else 0)
+    name = str(f.funcname).translate(_ESC)
+    text = "%s:%s" % (name, line if line else "?")
+    if f.filename:
+        text += "@" + str(f.filename).translate(_ESC)
+    return text
 
 
 def main():
@@ -77,11 +99,8 @@ def main():
                     frames = th.frame_info
                     if not frames:
                         continue
-                    parts = []
-                    for f in reversed(frames):  # leaf first -> root first
-                        loc = f.location
-                        line = loc if isinstance(loc, int) else (loc[0] if loc else 0)
-                        parts.append("%s:%s" % (f.funcname, line if line else "?"))
+                    # leaf first -> root first
+                    parts = [frame_text(f) for f in reversed(frames)]
                     lines.append("tid=%d %s\n" % (th.thread_id, ";".join(parts)))
             write("".join(lines))
             write(". %.2f\n" % ((clock() - t0) * 1e6))

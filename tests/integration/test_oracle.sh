@@ -46,4 +46,95 @@ while IFS=$'\t' read -r ver label root py; do
 	ok "$label: JSON valid"
 	"$CHECKPY" "$CHECK/oracle_figures.py" "$json" "$TOL" && ok "$label: figures" || bad "$label: figures (above)"
 done < <(targets)
+
+# Any Python file, on the newest interpreter: a copy of flat_alternating
+# without _oracle (its two lines blanked, so the rules' lines still hold)
+# runs, shows 0 impossible under ptrace and bpf like the original, and has
+# no slowdown% (no counter). Readiness comes from the process: had the
+# oracle waited for a counter, the copy's windows would take no sample and
+# the run would exit 1.
+label=$(targets | tail -1 | cut -f2)
+plain=$TMP/plain
+mkdir -p "$plain"
+sed -e 's/^from _oracle import progress$//' -e 's/^        progress\[0\] += 1$/        pass/' \
+	"$ROOT_DIR/snippets/flat_alternating.py" > "$plain/flat_plain.py"
+cp "$ROOT_DIR/snippets/flat_alternating.rules" "$plain/flat_plain.rules"
+if grep -q _oracle "$plain/flat_plain.py" || [ "$(wc -l < "$plain/flat_plain.py")" != \
+	"$(wc -l < "$ROOT_DIR/snippets/flat_alternating.py")" ]; then
+	bad "$label: the _oracle-free copy is not what it should be"
+elif "$BPFPY" oracle --python "$label" --snippet flat_alternating --snippet "$plain/flat_plain.py" \
+	--mode ptrace --mode bpf --duration 1 --warmup 0.3 --rate 0.2 --json "$TMP/plain.json" -q \
+	> "$TMP/plain.txt" 2> "$TMP/plain.err"; then
+	python3 - "$TMP/plain.json" <<'PY' && ok "$label: a program without _oracle gives the same verdicts" \
+		|| bad "$label: program without _oracle (above)"
+import json, sys
+d = json.load(open(sys.argv[1])); fail = 0
+for mode in ("ptrace", "bpf"):
+    for case in ("flat_alternating", "flat_plain"):
+        c = next(c for c in d["cases"] if c["name"] == case)
+        r = next(m for m in c["modes"] if m["mode"] == mode)["runs"][0]
+        if r["samples"] <= 20 or r["impossible"]:
+            print("  %s %s: %d samples, %d impossible %s" % (case, mode, r["samples"],
+                  r["impossible"], r["impossible_stacks"])); fail = 1
+        if case == "flat_plain" and r["slowdown_pct"] is not None:
+            print("  flat_plain %s: slowdown %s without a counter" % (mode, r["slowdown_pct"])); fail = 1
+sys.exit(fail)
+PY
+else
+	bad "$label: program without _oracle: oracle failed: $(tail -3 "$TMP/plain.err")"
+fi
+
+# A mode that yields nothing fails the run (exit 1, with the reason), with
+# or without --check.
+for chk in "" --check; do
+	"$BPFPY" oracle --python "$label" --snippet flat_alternating --mode ptrace --mode external:true \
+		--duration 0.5 --warmup 0.2 --rate 0.2 -q $chk > "$TMP/empty.txt" 2> "$TMP/empty.err"
+	rc=$?
+	[ $rc = 1 ] && grep -q 'ext:true run 0 took no sample' "$TMP/empty.err" \
+		&& ok "$label: a mode without samples exits 1 ${chk:-without --check}" \
+		|| bad "$label: empty mode ${chk}: rc=$rc $(tail -2 "$TMP/empty.err")"
+done
+
+# The external protocol's files: a frame showing a wrong file is
+# impossible, the same frame without a file is not (the tool prints one
+# stack each, as three attempts).
+ext='external:echo "<module>:24;main:18;hot_a:12@b.py;leaf_a:10"; echo "<module>:24;main:18;hot_a:12;leaf_a:10"; echo "<module>:24;main:18;hot_b:13@/x/flat_alternating.py;leaf_b:11@flat_alternating.py"'
+if "$BPFPY" oracle --python "$label" --snippet flat_alternating --mode ptrace --mode "$ext" \
+	--duration 0.5 --warmup 0.2 --rate 0.2 -q --json "$TMP/ext.json" > "$TMP/ext.txt" 2> "$TMP/ext.err"; then
+	python3 - "$TMP/ext.json" <<'PY' && ok "$label: external frames: a wrong file is impossible, no file is not" \
+		|| bad "$label: external frames with files (above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["cases"][0]["modes"][1]["runs"][0]
+imp = [k for k, _ in r["impossible_stacks"]] if isinstance(r["impossible_stacks"], list) else list(r["impossible_stacks"])
+print("  samples %d impossible %d %s" % (r["samples"], r["impossible"], imp))
+sys.exit(0 if r["samples"] == 3 and r["impossible"] == 1 else 1)
+PY
+else
+	bad "$label: external frames: oracle failed: $(tail -3 "$TMP/ext.err")"
+fi
+
+# CPython 3.15's own blocking unwinder, which sends files: on the cases
+# that judge files it is not impossible (it was 95-99% when the protocol
+# had no file and an unknown file broke every deny rule).
+if targets | cut -f1 | grep -q '^3\.15'; then
+	l315=$(targets | awk -F'\t' '$1 ~ /^3\.15/ {print $2; exit}')
+	if "$BPFPY" oracle --python "$l315" --snippet code_object_reuse --snippet oversized_chunk \
+		--mode ptrace --mode cpython-blocking --duration 1 --warmup 0.3 --rate 0.2 -q \
+		--json "$TMP/cpy.json" > "$TMP/cpy.txt" 2> "$TMP/cpy.err"; then
+		python3 - "$TMP/cpy.json" <<'PY' && ok "$l315: cpython-blocking judged with files" \
+			|| bad "$l315: cpython-blocking (above)"
+import json, sys
+d = json.load(open(sys.argv[1])); fail = 0
+for c in d["cases"]:
+    r = next(m for m in c["modes"] if m["mode"] == "cpython-blocking")["runs"][0]
+    if r["samples"] <= 20 or r["impossible_pct"] is None or r["impossible_pct"] > 5:
+        print("  %s: %d samples, impossible%% %s %s" % (c["name"], r["samples"],
+              r["impossible_pct"], r["impossible_stacks"])); fail = 1
+sys.exit(fail)
+PY
+	else
+		bad "$l315: cpython-blocking: oracle failed: $(tail -3 "$TMP/cpy.err")"
+	fi
+fi
 finish

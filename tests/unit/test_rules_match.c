@@ -62,7 +62,8 @@ static bool old_match_from(struct old_matcher *m, int pi, int fi)
 	if (it->atom.kind == ATOM_ANY)
 		run = lim;
 	else
-		for (run = 0; run < lim && atom_match(m->r, &it->atom, rf(m->f, m->n, fi + run));
+		for (run = 0;
+		     run < lim && atom_match(m->r, &it->atom, rf(m->f, m->n, fi + run), RULE_ALLOW);
 		     run++)
 			;
 	if (fi + run > m->deepest)
@@ -169,7 +170,7 @@ static void test_same_as_backtracking(void **state)
 
 			random_stack(f, n);
 			m_old = old_pattern_match(r, &r->rule[0].pat, f, n, &d_old);
-			m_new = pattern_match(r, st, &r->rule[0].pat, f, n, &d_new);
+			m_new = pattern_match(r, st, &r->rule[0].pat, RULE_ALLOW, f, n, &d_new);
 			if (m_old != m_new || (!m_old && d_old != d_new))
 				fail_msg(
 				    "%s over %d frames: old %d (deepest %d), new %d (deepest %d)",

@@ -48,10 +48,16 @@ static const char doc[] =
     "{poisson} in CMD are replaced too). It samples the PID for that long and writes on "
     "stdout, one line each: 'S' (optional) when sampling begins -- the window starts there; "
     "'S grouped' also says attempts end with '.' lines; a stack 'f1;f2;...;fn', ROOT FIRST "
-    "as in collapsed stacks, each frame 'qualname:lineno', optionally prefixed 'tid=N '; "
-    "'E text' for a failed attempt; '. [US]' to end an attempt (with grouped) and say what "
-    "it cost, in microseconds; '#' comments. Without 'grouped', each stack line is one "
-    "attempt. A non-zero exit is noted under the table.\n"
+    "as in collapsed stacks, each frame 'qualname:lineno@file' or 'qualname:lineno' "
+    "(lineno digits or '?'; '@file' only after ':lineno', split at the first ':lineno@'; "
+    "in name and file %XX stands for byte XX, for ';' '@' '%' and line breaks), "
+    "optionally prefixed 'tid=N '; 'E text' for a failed attempt; '. [US]' to end an "
+    "attempt (with grouped) and say what it cost, in microseconds; '#' comments. Without "
+    "'grouped', each stack line is one attempt. A frame without a file satisfies every "
+    "file condition of an allow rule and is taken for the snippet's own file by deny "
+    "rules. Lines over 1 MiB are failed attempts; a tool silent 30 s before 'S', or 5 s "
+    "past its window, is killed (its process group). A non-zero exit is noted under the "
+    "table.\n"
     "PER SAMPLE. A failed attempt is an error. Each thread's stack is one stack; its key is "
     "the whole stack, leaf first, 'qualname:lineno' joined by ';' (no file, no thread), as "
     "in the original. A stack the case's rules call impossible is counted and left out of "
@@ -68,7 +74,12 @@ static const char doc[] =
     "HEADER. Interpreter, cases/runs/duration/rate_khz/warmup/poisson_sampling, CPU count, "
     "pinning, and the CPUs other processes used during the run (warning above 0.25).\n"
     "SNIPPETS from $BPFPY_SNIPPETS, else <binary>/../snippets, else "
-    "/usr/local/share/bpfpy/snippets.\n"
+    "/usr/local/share/bpfpy/snippets. --snippet PATH runs any Python file (PATH.rules "
+    "beside it): a target is ready when the _oracle progress counter moves, or, for a "
+    "program that does not import _oracle, when it runs a frame of its own file outside "
+    "an import (30 s deadline); without a counter slowdown% is '-'.\n"
+    "NO SAMPLE. A mode window that took no sample is printed with its reason and the "
+    "oracle exits 1 (before --check).\n"
     "CHECK. --check exits 8 when any mode's mean errors% exceeds --max-errors (default 5), "
     "its impossible% exceeds --max-impossible (default 0), or a non-reference mode's "
     "tvd_excess exceeds --max-tvd-excess (default 0.05).\n\n"
@@ -412,7 +423,8 @@ static void window(struct loop *l, struct oracle_case *c, const struct oracle_mo
 	struct diag d = {0};
 
 	progress_line(l, c, m->name, run);
-	if (oracle_target_start(&t, c, l->py, l->p, &d) || oracle_target_wait_ready(&t, 30.0, &d)) {
+	if (oracle_target_start(&t, c, l->py, l->p, &d) ||
+	    oracle_target_wait_ready(&t, rules_own_file(c->rules), 30.0, &d)) {
 		snprintf(r->note, sizeof(r->note), "%.250s", d.msg);
 	} else {
 		oracle_sleep_until(mono_s() + l->p->o->warmup);
@@ -536,6 +548,9 @@ int cmd_oracle(int argc, char **argv)
 		    ret == EXIT_OK)
 			ret = diag_report(&hd);
 	}
+	/* Before --check: a mode without samples has no figure to check. */
+	if (oracle_empty(stderr, &plan, crs, ncases) && ret == EXIT_OK)
+		ret = EXIT_FAIL;
 	if (ret == EXIT_OK && o.check && oracle_check(stderr, &plan, crs, ncases))
 		ret = EXIT_CHECK_FAILED;
 	for (int ci = 0; ci < ncases; ci++) {

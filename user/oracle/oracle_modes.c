@@ -64,27 +64,43 @@ void oracle_result_free(struct oracle_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The verdict cache's key: the stack's key and its files, since the rules
+ * judge files (func_a in B_file.py) and the key has none. A key too long
+ * for the buffer is not cached (""). */
+static const char *verdict_key(const char *key, const struct rule_frame *fr, int n, char *buf,
+			       size_t size)
+{
+	size_t o = (size_t)snprintf(buf, size, "%s", key);
+
+	for (int i = 0; i < n && o < size; i++)
+		o += (size_t)snprintf(buf + o, size - o, "\x1f%s", fr[i].file ? fr[i].file : "");
+	return o < size ? buf : "";
+}
+
 /* Verdict cache values: bit 0 known, bit 1 impossible, bits 2+: truth phase + 1. */
 static void account(struct oracle_window *w, struct oracle_result *r, const struct rule_frame *fr,
 		    int n, int tid)
 {
 	const struct rules *rules = w->c->rules;
-	char key[KEY_MAX];
+	char key[KEY_MAX], vkey[2 * KEY_MAX];
 	int fam = rules_has_families(rules), phase = -1;
+	const char *vk = "";
 	unsigned v = 0;
 	const char *k;
 
 	oracle_key_build(fr, n, key, sizeof(key));
 	r->stacks++;
 	if (!fam)
-		v = (unsigned)keydist_get(r->verdicts, key);
+		vk = verdict_key(key, fr, n, vkey, sizeof(vkey));
+	if (*vk)
+		v = (unsigned)keydist_get(r->verdicts, vk);
 	if (!v) {
 		int possible = rules_match(rules, r->rstate, fr, n, tid, w->version_hex, NULL);
 
 		phase = rules_truth_classify(rules, w->version_hex, fr, n);
 		v = 1u | (possible ? 0u : 2u) | (unsigned)(phase + 1) << 2;
-		if (!fam)
-			keydist_add(r->verdicts, key, v);
+		if (*vk)
+			keydist_add(r->verdicts, vk, v);
 	}
 	phase = (int)(v >> 2) - 1;
 	if (v & 2) {
@@ -257,6 +273,93 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		stopper_detach(&st);
 	scratch_free(&s);
 	return ret;
+}
+
+/* Threads the readiness probe reads: the program's frame is looked for in
+ * any of them, and a program that starts threads starts them after it runs. */
+#define PROBE_THREADS 8
+
+struct oracle_probe {
+	struct py_process p;
+	struct code_cache *cache;
+	int open;
+	struct thread_stack *stacks; /* PROBE_THREADS */
+	struct rule_frame *frames;   /* BPFPY_MAX_DEPTH */
+	char *arena;		     /* ARENA */
+};
+
+struct oracle_probe *oracle_probe_new(void)
+{
+	struct oracle_probe *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->stacks = calloc(PROBE_THREADS, sizeof(*pr->stacks));
+	pr->frames = calloc(BPFPY_MAX_DEPTH, sizeof(*pr->frames));
+	pr->arena = malloc(ARENA);
+	if (!pr->stacks || !pr->frames || !pr->arena) {
+		oracle_probe_free(pr);
+		return NULL;
+	}
+	return pr;
+}
+
+void oracle_probe_free(struct oracle_probe *pr)
+{
+	if (!pr)
+		return;
+	code_cache_free(pr->cache);
+	free(pr->stacks);
+	free(pr->frames);
+	free(pr->arena);
+	free(pr);
+}
+
+/* importlib's frames: "<frozen importlib._bootstrap>" (3.11+), or
+ * importlib/_bootstrap.py. */
+static int importing(const char *file)
+{
+	return file && strstr(file, "importlib") != NULL;
+}
+
+int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d)
+{
+	struct diag dd = {0};
+	int count = 0;
+
+	if (!pr->open) {
+		if (py_process_open(&pr->p, pid, 0, &dd)) {
+			/* Not initialised yet, or gone (the caller reaps it):
+			 * ask again later. Anything else will not change. */
+			if (dd.code == EXIT_NOT_PYTHON || dd.code == EXIT_NO_PROCESS)
+				return 0;
+			*d = dd;
+			return -1;
+		}
+		pr->cache = code_cache_new(&pr->p.mem, &pr->p.cfg.off, 0);
+		if (!pr->cache)
+			return diag_errno(d, ENOMEM, "oracle");
+		pr->open = 1;
+	}
+	if (stack_read_all(&pr->p.mem, &pr->p.cfg, pr->stacks, PROBE_THREADS, &count, &dd))
+		return 0;
+	for (int i = 0; i < count && i < PROBE_THREADS; i++) {
+		const struct thread_stack *ts = &pr->stacks[i];
+		int mine = 0, imp = 0, n;
+
+		if (ts->flags & SAMPLE_ERROR)
+			continue;
+		n = symbolize(pr->cache, ts, pr->frames, pr->arena);
+		for (int k = 0; k < n; k++) {
+			const char *f = pr->frames[k].file, *b = strrchr(f, '/');
+
+			mine |= !strcmp(b ? b + 1 : f, own);
+			imp |= importing(f);
+		}
+		if (mine && !imp)
+			return 1;
+	}
+	return 0;
 }
 
 /* Records of one wall-clock snapshot, or the stream of the cpu clock. */
@@ -468,6 +571,98 @@ static void expand(const char *cmd, const struct oracle_window *w, char *out, si
 	out[o] = 0;
 }
 
+/* An external tool's stdout, read with a deadline and a bound on lines: a
+ * tool that hangs, or prints one endless line, must not hang or exhaust us. */
+#define EXT_LINE_MAX (1u << 20)
+
+struct ext_reader {
+	int fd;
+	char *buf; /* EXT_LINE_MAX + 1 */
+	size_t len;
+	int skipping; /* inside a line too long: dropping it up to its '\n' */
+};
+
+/* Next line (a new string, its '\n' removed) in *out: 1; 0 at the end of
+ * the output; -1 at the deadline. A line over EXT_LINE_MAX comes out as
+ * "E line over N bytes" (a failed attempt: the tool said something, and
+ * it was not a stack we can judge). */
+static int ext_next_line(struct ext_reader *x, double deadline, char **out)
+{
+	for (;;) {
+		char *nl = x->len ? memchr(x->buf, '\n', x->len) : NULL;
+		struct pollfd pfd = {.fd = x->fd, .events = POLLIN};
+		double left;
+		ssize_t n;
+
+		if (nl) {
+			size_t l = (size_t)(nl - x->buf);
+			int was = x->skipping;
+
+			*out = was ? NULL : strndup(x->buf, l);
+			memmove(x->buf, nl + 1, x->len - l - 1);
+			x->len -= l + 1;
+			x->skipping = 0;
+			if (was)
+				continue;
+			return *out ? 1 : -1;
+		}
+		if (x->len == EXT_LINE_MAX) {
+			x->len = 0;
+			if (!x->skipping) {
+				x->skipping = 1;
+				if (asprintf(out, "E line over %u bytes", EXT_LINE_MAX) < 0)
+					return -1;
+				return 1;
+			}
+		}
+		left = deadline - mono_s();
+		if (left <= 0)
+			return -1;
+		if (poll(&pfd, 1, left > 1 ? 1000 : (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return -1;
+		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		n = read(x->fd, x->buf + x->len, EXT_LINE_MAX - x->len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			/* The last line may lack its '\n'. */
+			if (x->len && !x->skipping) {
+				*out = strndup(x->buf, x->len);
+				x->len = 0;
+				return *out ? 1 : -1;
+			}
+			return 0;
+		}
+		x->len += (size_t)n;
+	}
+}
+
+/* How long a tool may take to start (an interpreter importing its unwinder,
+ * under load) and to end once told to. */
+#define EXT_START_S 30.0
+#define EXT_GRACE_S 5.0
+
+/* Reap the tool, SIGKILLing its process group at the deadline. */
+static int ext_reap(pid_t pid, double deadline)
+{
+	int st = 0;
+
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid || (w < 0 && errno != EINTR))
+			return st;
+		if (mono_s() > deadline) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			return st;
+		}
+		usleep(5000);
+	}
+}
+
 static int run_external(struct oracle_window *w, struct oracle_result *r, struct diag *d)
 {
 	const struct oracle_plan *pl = w->p;
@@ -475,17 +670,18 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	struct rule_frame *fr = calloc(BPFPY_MAX_DEPTH, sizeof(*fr));
 	struct rule_frame *att = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*att));
 	char **att_lines = calloc(MAX_THREADS, sizeof(char *));
-	int att_n[MAX_THREADS], att_tid[MAX_THREADS], natt = 0, fds[2], st, ended = 0, grouped = 0;
-	double start, deadline = INFINITY, spawn;
+	struct ext_reader x = {.buf = malloc(EXT_LINE_MAX + 1)};
+	int att_n[MAX_THREADS], att_tid[MAX_THREADS], natt = 0, fds[2] = {-1, -1}, st, ended = 0,
+						      grouped = 0, rc;
+	double start, deadline = INFINITY, spawn, hard;
 	uint64_t p0;
-	size_t cap = 0;
 	pid_t pid;
-	FILE *f;
 
-	if (!fr || !att || !att_lines || pipe2(fds, O_CLOEXEC)) {
+	if (!fr || !att || !att_lines || !x.buf || pipe2(fds, O_CLOEXEC)) {
 		free(fr);
 		free(att);
 		free(att_lines);
+		free(x.buf);
 		return diag_errno(d, errno ? errno : ENOMEM, "oracle external");
 	}
 	expand(w->mode->cmd, w, cmd, sizeof(cmd));
@@ -494,6 +690,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	snprintf(env[2], sizeof(env[2]), "%g", pl->o->duration);
 	snprintf(env[3], sizeof(env[3]), "%d", pl->o->poisson);
 	spawn = mono_s();
+	hard = spawn + EXT_START_S + pl->o->duration;
 	p0 = oracle_target_progress(w->t);
 	pid = fork();
 	if (pid < 0) {
@@ -502,9 +699,12 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 		free(fr);
 		free(att);
 		free(att_lines);
+		free(x.buf);
 		return diag_errno(d, errno, "fork");
 	}
 	if (!pid) {
+		/* Its own group: the tool's children end with it. */
+		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fds[1], 1);
 		setenv("BPFPY_PID", env[0], 1);
@@ -514,20 +714,23 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
+	setpgid(pid, pid);
 	close(fds[1]);
-	f = fdopen(fds[0], "r");
+	x.fd = fds[0];
 	start = spawn;
-	while (f && getline(&line, &cap, f) >= 0) {
+	while ((rc = ext_next_line(&x, hard, &line)) > 0) {
 		struct ext_line el;
 		enum ext_kind k;
 		double now = mono_s();
 
-		if (!strncmp(line, "S", 1) && (line[1] == '\n' || line[1] == ' ' || !line[1])) {
+		if (line[0] == 'S' && (line[1] == ' ' || !line[1])) {
 			/* The tool starts sampling now: the window begins. */
 			start = now;
 			p0 = oracle_target_progress(w->t);
 			deadline = start + pl->o->duration;
+			hard = deadline + EXT_GRACE_S;
 			grouped = strstr(line, "grouped") != NULL;
+			free(line);
 			continue;
 		}
 		k = oracle_ext_parse(line, &el, fr, BPFPY_MAX_DEPTH);
@@ -535,28 +738,30 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 		 * the pipe's latency) is not counted. */
 		if (now > deadline + 0.25) {
 			if (!ended) {
-				kill(pid, SIGTERM);
+				kill(-pid, SIGTERM);
 				ended = 1;
 			}
+			free(line);
 			continue;
 		}
 		if (k == EXT_ERROR) {
 			r->attempts++;
 			r->errors++;
+			for (int i = 0; i < natt; i++)
+				free(att_lines[i]);
 			natt = 0;
-		} else if (k == EXT_STACK) {
-			if (natt < MAX_THREADS) {
-				memcpy(att + (size_t)natt * BPFPY_MAX_DEPTH, fr,
-				       (size_t)el.nframes * sizeof(*fr));
-				/* names point into line: keep the line */
-				att_lines[natt] = line;
-				line = NULL;
-				cap = 0;
-				att_n[natt] = el.nframes;
-				att_tid[natt] = el.tid;
-				natt++;
-			}
+		} else if (k == EXT_STACK && natt < MAX_THREADS) {
+			memcpy(att + (size_t)natt * BPFPY_MAX_DEPTH, fr,
+			       (size_t)el.nframes * sizeof(*fr));
+			/* names point into line: keep the line */
+			att_lines[natt] = line;
+			line = NULL;
+			att_n[natt] = el.nframes;
+			att_tid[natt] = el.tid;
+			natt++;
 		}
+		free(line);
+		line = NULL;
 		if (k == EXT_END || (k == EXT_STACK && !grouped)) {
 			r->attempts++;
 			r->samples++;
@@ -576,10 +781,15 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
 	for (int i = 0; i < natt; i++)
 		free(att_lines[i]);
-	free(line);
-	if (f)
-		fclose(f);
-	waitpid(pid, &st, 0);
+	close(x.fd);
+	if (rc < 0) {
+		/* Silent past every deadline: it is not waited for. */
+		kill(-pid, SIGKILL);
+		ended = 1;
+		snprintf(r->note, sizeof(r->note), "external sampler %s at its deadline",
+			 isinf(deadline) ? "had not begun sampling" : "was still running");
+	}
+	st = ext_reap(pid, mono_s() + EXT_GRACE_S);
 	if (!ended && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		snprintf(r->note, sizeof(r->note), "external sampler exited with status %d",
 			 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
@@ -587,6 +797,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	free(fr);
 	free(att);
 	free(att_lines);
+	free(x.buf);
 	return 0;
 }
 

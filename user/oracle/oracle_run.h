@@ -142,8 +142,12 @@ int oracle_list_cases(const char *dir, char names[][64], int max);
 int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 			const struct oracle_python *py, const struct oracle_plan *p,
 			struct diag *d);
-/* Wait until the counter moves (the main loop runs), up to timeout s. */
-int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct diag *d);
+/* Wait until the program runs, up to timeout s: its progress counter moved
+ * (a snippet importing _oracle: its main loop runs), or, for a program
+ * that never mapped the counter, a thread of it runs a frame of its own
+ * file (own: a basename) outside any import. */
+int oracle_target_wait_ready(struct oracle_target *t, const char *own, double timeout,
+			     struct diag *d);
 uint64_t oracle_target_progress(const struct oracle_target *t);
 /* SIGTERM, truth file into *truth (a new keydist, or NULL), SIGKILL if it
  * lingers, reap, remove temp files. Safe to call twice. */
@@ -156,6 +160,14 @@ double oracle_host_busy(void);
 double oracle_self_busy(void);
 
 /* oracle_modes.c */
+/* Whether a thread of pid runs a frame of the file own (a basename), not
+ * inside an import: 1 yes, 0 not (yet), -1 with d set when it never will
+ * (an unsupported interpreter, no privilege). Reads the process while it
+ * runs, with the walker the modes use. */
+struct oracle_probe;
+struct oracle_probe *oracle_probe_new(void);
+int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d);
+void oracle_probe_free(struct oracle_probe *pr);
 int oracle_result_init(struct oracle_result *r);
 void oracle_result_free(struct oracle_result *r);
 /* Sample w->t for the window [start, start + duration). Failures of the
@@ -175,6 +187,11 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 int oracle_write_json(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
 		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
 		      struct diag *d);
+/* Prints each window of a mode that took no sample (with its reason: the
+ * note, every attempt failed, or nothing at all); returns how many. The
+ * oracle then exits 1: a table without that mode's figures is no verdict. */
+int oracle_empty(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *crs,
+		 int ncases);
 /* Prints each broken threshold; returns how many. */
 int oracle_check(FILE *f, const struct oracle_plan *p, struct oracle_case_result *crs, int ncases);
 

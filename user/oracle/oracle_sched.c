@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The oracle's pure pieces: schedule, key, external protocol. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,72 @@ static char *trim(char *s)
 	return s;
 }
 
+/* ":lineno" ends here: digits (at most 9, a line is an int) or '?'. */
+static int lineno_len(const char *s)
+{
+	int k = 0;
+
+	if (*s == '?')
+		return 1;
+	while (k < 10 && s[k] >= '0' && s[k] <= '9')
+		k++;
+	return k < 10 ? k : 0;
+}
+
+static int is_lineno(const char *s)
+{
+	int k = lineno_len(s);
+
+	return k && !s[k];
+}
+
+/* "qualname:lineno@file": cut at the first ":lineno@" and return the file,
+ * or NULL for the old form. The first, because qualnames do not hold '@'
+ * (identifiers cannot) while paths may ("/home/a@b/x.py"). */
+static char *split_file(char *p)
+{
+	for (char *c = strchr(p, ':'); c; c = strchr(c + 1, ':')) {
+		int k = lineno_len(c + 1);
+
+		if (k && c[1 + k] == '@') {
+			c[1 + k] = 0;
+			return c + 2 + k;
+		}
+	}
+	return NULL;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* %XX -> byte XX, in place; a '%' not before two hex digits is itself. */
+static char *unescape(char *s)
+{
+	char *w = s;
+
+	for (const char *r = s; *r; r++) {
+		int hi, lo;
+
+		if (*r == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+		    (hi || lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+	return s;
+}
+
 enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_frame *frames, int max)
 {
 	char *s = trim(line), *p, *save = NULL;
@@ -119,42 +186,37 @@ enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_fra
 		char *end;
 		double us = strtod(s + 1, &end);
 
-		if (end != s + 1 && us >= 0)
+		if (end != s + 1 && isfinite(us) && us >= 0)
 			out->us = us;
 		return out->kind = EXT_END;
 	}
 	if (!strncmp(s, "tid=", 4)) {
-		out->tid = atoi(s + 4);
+		long tid = strtol(s + 4, NULL, 10);
+
+		out->tid = tid > 0 && tid <= INT_MAX ? (int)tid : 0;
 		s += strcspn(s, " \t");
 		s = trim(s);
 	}
-	/* Root first on the wire; count, then fill from the leaf end so that a
-	 * stack deeper than max keeps its leaf part. */
+	/* Root first on the wire; count the frames (empty ones, ";;", are
+	 * skipped), then fill from the leaf end so that a stack deeper than
+	 * max keeps its leaf part. */
 	for (p = s; *p; p++)
-		total += *p == ';';
-	total += *s != 0;
+		total += *p != ';' && (p == s || p[-1] == ';');
 	for (p = strtok_r(s, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
-		char *colon = strrchr(p, ':'), *end;
+		char *file = split_file(p), *colon = strrchr(p, ':');
 		long ln = 0;
 		int idx = total - 1 - n++;
 
-		if (colon) {
-			ln = strtol(colon + 1, &end, 10);
-			if (end != colon + 1 && !*end)
-				*colon = 0;
-			else
-				ln = 0;
+		if (colon && is_lineno(colon + 1)) {
+			*colon = 0;
+			ln = colon[1] == '?' ? 0 : strtol(colon + 1, NULL, 10);
 		}
 		if (idx < max) {
-			frames[idx].name = p;
-			frames[idx].file = NULL;
-			frames[idx].line = ln > 0 ? (int)ln : 0;
+			frames[idx].name = unescape(p);
+			frames[idx].file = file && *file ? unescape(file) : NULL;
+			frames[idx].line = ln > 0 && ln <= INT_MAX ? (int)ln : 0;
 		}
 	}
 	out->nframes = n < max ? n : max;
-	if (n < total && n < max) {
-		/* Empty frames (";;") were skipped: close the gap at the leaf. */
-		memmove(frames, frames + (total - n), (size_t)out->nframes * sizeof(*frames));
-	}
 	return out->kind = out->nframes ? EXT_STACK : EXT_SKIP;
 }

@@ -51,7 +51,12 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
  * One line of an external sampler's output (protocol in cmd_oracle.c's
  * --help and scripts/oracle_cpython_unwinder.py):
  *   [tid=N ]f1;f2;...;fk   a stack, ROOT FIRST (the collapsed-stack order),
- *                          each f "qualname:lineno" (":lineno" optional)
+ *                          each f "qualname[:lineno][@file]"; lineno is
+ *                          digits or '?' (unknown); "@file" needs the
+ *                          ":lineno" before it (so "a@b" is a name), and
+ *                          splits at the first ":lineno@" (a file may hold
+ *                          '@'). In name and file, %XX is the byte XX: a
+ *                          sampler writes ';' '@' '%' and line breaks so.
  *   E [text]               a failed attempt
  *   . [US]                 end of the attempt holding the stacks above; US,
  *                          optional, is what that attempt cost the sampler
@@ -68,8 +73,9 @@ struct ext_line {
 	const char *text; /* EXT_ERROR: the message */
 };
 
-/* Parse line in place (names point into it). frames gets up to max frames,
- * leaf first; a deeper stack keeps its leaf end. Returns the kind. */
+/* Parse line in place (names and files point into it; file NULL when not
+ * given). frames gets up to max frames, leaf first; a deeper stack keeps its
+ * leaf end. Returns the kind. */
 enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_frame *frames,
 			       int max);
 

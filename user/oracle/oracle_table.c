@@ -370,6 +370,28 @@ int oracle_write_json(const char *path, const struct oracle_plan *p, const struc
 	return out_file_commit(&of, d);
 }
 
+int oracle_empty(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *crs,
+		 int ncases)
+{
+	int empty = 0;
+
+	for (int ci = 0; ci < ncases; ci++)
+		for (int run = 0; run < p->o->runs; run++)
+			for (int m = 0; m < p->nmodes; m++) {
+				const struct oracle_result *r = &crs[ci].res[run * p->nmodes + m];
+
+				if (r->samples)
+					continue;
+				empty++;
+				fprintf(f, "bpfpy oracle: %s: %s run %d took no sample: %s\n",
+					crs[ci].c->name, p->modes[m].name, run,
+					r->note[0]    ? r->note
+					: r->attempts ? "every attempt failed"
+						      : "the mode returned nothing in its window");
+			}
+	return empty;
+}
+
 int oracle_check(FILE *f, const struct oracle_plan *p, struct oracle_case_result *crs, int ncases)
 {
 	int broken = 0;

@@ -18,11 +18,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "oracle_run.h"
+#include "proc_maps.h"
 #include "py_offsets.h"
 #include "signals.h"
 
@@ -462,29 +464,75 @@ static void read_log(const struct oracle_target *t, char *buf, size_t len)
 			buf[i] = n - i > 1 ? '|' : 0;
 }
 
-int oracle_target_wait_ready(struct oracle_target *t, double timeout, struct diag *d)
+/* Whether the target has mapped its progress counter, i.e. imported
+ * _oracle: compared by device and inode, which a chroot does not change. */
+static int counter_mapped(const struct oracle_target *t)
 {
-	double end = mono_s() + timeout;
+	struct proc_maps m = {0};
+	struct diag d = {0};
+	struct stat st;
+	int hit = 0;
+
+	if (stat(t->progress_path, &st) || proc_maps_read(t->pid, &m, &d))
+		return 0;
+	for (size_t i = 0; i < m.n && !hit; i++)
+		hit = m.v[i].inode == (uint64_t)st.st_ino &&
+		      makedev(m.v[i].dev_major, m.v[i].dev_minor) == st.st_dev;
+	proc_maps_free(&m);
+	return hit;
+}
+
+int oracle_target_wait_ready(struct oracle_target *t, const char *own, double timeout,
+			     struct diag *d)
+{
+	struct oracle_probe *pr = oracle_probe_new();
+	double end = mono_s() + timeout, next = 0;
+	int shown = 0, ret = -1;
 	char log[300];
 
+	if (!pr)
+		return diag_errno(d, ENOMEM, "oracle");
 	while (mono_s() < end) {
 		int st;
 
-		if (oracle_target_progress(t) > 0)
-			return 0;
+		if (oracle_target_progress(t) > 0) {
+			ret = 0;
+			goto out;
+		}
 		if (waitpid(t->pid, &st, WNOHANG) == t->pid) {
 			t->exited = 1;
 			signals_untrack_child(t->pid); /* its pid may be reused */
 			t->status = st;
 			read_log(t, log, sizeof(log));
-			return diag_set(d, EXIT_FAIL, "the snippet exited before its loop ran: %s",
-					log);
+			diag_set(d, EXIT_FAIL, "pid %d: the program exited before it ran: %s",
+				 t->pid, log);
+			goto out;
+		}
+		/* Every 20 ms at most: each look reads every thread's stack. */
+		if (mono_s() >= next) {
+			next = mono_s() + 0.02;
+			if (!shown) {
+				shown = oracle_probe_program(pr, t->pid, own, d);
+				if (shown < 0)
+					goto out;
+			}
+			/* A snippet that imported _oracle is ready when its
+			 * loop runs, i.e. when the counter moves; any other
+			 * program when it runs its own code. */
+			if (shown && !counter_mapped(t)) {
+				ret = 0;
+				goto out;
+			}
 		}
 		usleep(2000);
 	}
-	return diag_set(d, EXIT_FAIL,
-			"the snippet's progress counter did not move in %.0f s (host overloaded?)",
-			timeout);
+	diag_set(d, EXIT_FAIL, "pid %d: %s %s in %.0f s (host overloaded?)", t->pid, own,
+		 shown ? "mapped its progress counter but the counter did not move"
+		       : "ran no frame of its own file outside an import",
+		 timeout);
+out:
+	oracle_probe_free(pr);
+	return ret;
 }
 
 void oracle_target_stop(struct oracle_target *t, struct keydist **truth)

@@ -905,25 +905,36 @@ static bool name_eq(const struct rule_atom *a, const char *name)
 	return a->name_glob ? !fnmatch(a->name, last + 1, 0) : !strcmp(a->name, last + 1);
 }
 
-static bool atom_match(const struct rules *r, const struct rule_atom *a, const struct rule_frame *f)
+/*
+ * A frame without a file (an external sampler that does not say it) is
+ * given the benefit of the doubt both ways: an allow rule's file condition
+ * accepts it, and a deny rule, which must be shown, takes it for the
+ * snippet's own file. Were it to match a deny rule's "@a.py" too, every
+ * b_* frame of such a sampler would be "b.py carrying an a function" and
+ * the whole run impossible, for a file nobody showed.
+ */
+static bool atom_match(const struct rules *r, const struct rule_atom *a, const struct rule_frame *f,
+		       enum rule_kind kind)
 {
+	const char *file = f->file;
 	int i;
 
+	if (kind == RULE_DENY && file_unknown(file))
+		file = r->own;
 	switch (a->kind) {
 	case ATOM_ANY:
 		return true;
 	case ATOM_FOREIGN:
-		return file_unknown(f->file) || strcmp(base_name(f->file), r->own);
+		return file_unknown(file) || strcmp(base_name(file), r->own);
 	case ATOM_FUNC:
 		break;
 	}
 	if (!f->name || !name_eq(a, f->name))
 		return false;
 	if (!a->file) {
-		if (!is_own(r, f->file))
+		if (!is_own(r, file))
 			return false;
-	} else if (!file_unknown(f->file) &&
-		   fnmatch(a->file, path_tail(f->file, a->file_parts), 0)) {
+	} else if (!file_unknown(file) && fnmatch(a->file, path_tail(file, a->file_parts), 0)) {
 		return false;
 	}
 	if (!a->nlines)
@@ -972,7 +983,7 @@ static int ensure_scratch(struct rules_state *st, size_t need)
  * start, O(n²) per item).
  */
 static bool pattern_match(const struct rules *r, struct rules_state *st, const struct pattern *pat,
-			  const struct rule_frame *f, int n, int *deepest)
+			  enum rule_kind kind, const struct rule_frame *f, int n, int *deepest)
 {
 	int *reach, *run, *diff, lo = 0, deep = 0;
 
@@ -994,8 +1005,9 @@ static bool pattern_match(const struct rules *r, struct rules_state *st, const s
 			if (it->atom.kind == ATOM_ANY)
 				run[fi] = n - fi;
 			else
-				run[fi] =
-				    atom_match(r, &it->atom, rf(f, n, fi)) ? run[fi + 1] + 1 : 0;
+				run[fi] = atom_match(r, &it->atom, rf(f, n, fi), kind)
+					      ? run[fi + 1] + 1
+					      : 0;
 		}
 		memset(diff + lo, 0, ((size_t)(n - lo) + 2) * sizeof(*diff));
 		for (int fi = lo; fi <= n; fi++) {
@@ -1114,7 +1126,7 @@ static int first_match(const struct rules *r, struct rules_state *st, enum rule_
 
 		if (ru->kind != kind || ru->family != family || !conds_hold(&ru->cond, ver))
 			continue;
-		if (pattern_match(r, st, &ru->pat, f, n, &depth))
+		if (pattern_match(r, st, &ru->pat, kind, f, n, &depth))
 			return i;
 		if (best_depth && depth > *best_depth) {
 			*best_depth = depth;
@@ -1264,7 +1276,7 @@ static bool any_frame(const struct rules *r, const struct rule_atom *a,
 	int i;
 
 	for (i = 0; i < n; i++)
-		if (atom_match(r, a, &frames[i]))
+		if (atom_match(r, a, &frames[i], RULE_ALLOW))
 			return true;
 	return false;
 }
