@@ -85,7 +85,7 @@ $(OUT)/libbpfpy.a: $(USER_OBJS)
 $(OUT)/bpfpy: $(OUT)/obj/main.o $(OUT)/libbpfpy.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/unit/%: tests/unit/%.c $(OUT)/libbpfpy.a | $(OUT)/unit
+$(OUT)/unit/%: tests/unit/%.c $(OUT)/libbpfpy.a bpf/*.h | $(OUT)/unit
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) $< $(OUT)/libbpfpy.a -o $@ $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BINS)
