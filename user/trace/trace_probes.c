@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "proc_maps.h"
+#include "proc_root.h"
 #include "elf_file.h"
 #include "py_offsets.h"
 #include "text_escape.h"
@@ -463,23 +464,38 @@ int trace_probes_attach(struct trace_data *td, struct bpf_program *usdt, struct 
 		struct trace_probe *tp = &td->probes[i];
 		int err;
 
+		char fd_path[32];
+		int fd;
+
 		if (tp->link)
 			continue;
+		/* The kernel (and libbpf, for USDT notes) resolve the path we
+		 * give. tp->path is the target's name for the file, which may
+		 * lead through the target's own symlinks out of its root; so
+		 * open it once through the one safe opener and hand over the
+		 * inode we checked, as /proc/self/fd/N. */
+		fd = proc_target_file_open(td->pid, tp->path, d);
+		if (fd < 0) {
+			trace_probes_detach(td);
+			return -1;
+		}
+		snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", fd);
 		if (tp->kind == TRACE_USDT) {
 			LIBBPF_OPTS(bpf_usdt_opts, o, .usdt_cookie = (uint64_t)tp->id);
 
-			tp->link = bpf_program__attach_usdt(usdt, td->pid, tp->path, tp->provider,
+			tp->link = bpf_program__attach_usdt(usdt, td->pid, fd_path, tp->provider,
 							    tp->name, &o);
 		} else {
 			LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = (uint64_t)tp->id,
 				    .retprobe = tp->kind == TRACE_URETPROBE);
 
 			tp->link = bpf_program__attach_uprobe_opts(
-			    tp->kind == TRACE_URETPROBE ? uret : up, td->pid, tp->path,
+			    tp->kind == TRACE_URETPROBE ? uret : up, td->pid, fd_path,
 			    (size_t)tp->file_off, &o);
 		}
+		err = errno;
+		close(fd);
 		if (!tp->link) {
-			err = errno;
 			trace_probes_detach(td);
 			return diag_errno(d, err, "cannot attach %s (%s)", tp->label, tp->path);
 		}
