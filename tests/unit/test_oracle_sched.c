@@ -154,12 +154,46 @@ static void ext_protocol(void **state)
 	assert_int_equal(fr[0].line, 0);
 }
 
+/* ptrace-low lowers its rate as it learns what a stop costs: later gaps
+ * follow the new rate, arrivals stay bounded by the deadline, and a regular
+ * schedule ignores the call (its times are start + i/rate). */
+static void set_rate_changes_later_gaps_only(void **state)
+{
+	struct oracle_sched s;
+	double t, last = 0;
+	uint64_t before, after = 0;
+
+	(void)state;
+	oracle_sched_init(&s, 0.0, 100.0, 1000, 1, 7);
+	while (oracle_sched_next(&s, &t) && t < 10.0)
+		last = t;
+	before = s.n;
+	oracle_sched_set_rate(&s, 10);
+	oracle_sched_set_rate(&s, 0); /* ignored: a rate must be positive */
+	while (oracle_sched_next(&s, &t)) {
+		assert_true(t >= last && t < 100.0);
+		last = t;
+		after++;
+	}
+	/* ~10000 arrivals in the first 10 s at 1 kHz, ~900 in 90 s at 10 Hz */
+	assert_true(before > 9000 && before < 11000);
+	assert_true(after > 700 && after < 1100);
+
+	oracle_sched_init(&s, 0.0, 1.0, 100, 0, 1);
+	oracle_sched_set_rate(&s, 1);
+	after = 0;
+	while (oracle_sched_next(&s, &t))
+		after++;
+	assert_int_equal(after, 100);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(regular_is_absolute_and_bounded),
 	    cmocka_unit_test(poisson_is_exponential_and_bounded),
 	    cmocka_unit_test(poisson_late_sampler_does_not_shift_schedule),
+	    cmocka_unit_test(set_rate_changes_later_gaps_only),
 	    cmocka_unit_test(zero_rate_is_always_due),
 	    cmocka_unit_test(key_is_leaf_first_name_line),
 	    cmocka_unit_test(ext_protocol),

@@ -117,7 +117,10 @@ static const struct argp_option options[] = {
      "ptrace, live, bpf, bpf-wall, external:CMD, cpython-live, cpython-blocking (repeatable; "
      "default ptrace, live, bpf)",
      0},
-    {"reference-mode", OPT_REF, "MODE", 0, "The reference (default ptrace)", 0},
+    {"reference-mode", OPT_REF, "MODE", 0,
+     "The reference: auto (default: ptrace, or ptrace-low when the rate would make ptrace "
+     "stop the target over 10% of the time), ptrace-low, bpf-poisson, or any mode",
+     0},
     {"duration", OPT_DURATION, "SECONDS", 0, "Sampling window per mode (default 3.0)", 0},
     {"runs", OPT_RUNS, "N", 0, "Repeat everything N times (default 1)", 0},
     {"rate", OPT_RATE, "KHZ", 0, "Sampling rate in kHz (default 100; 0 = as fast as possible)", 0},
@@ -157,7 +160,8 @@ static int mode_resolve(const char *arg, struct oracle_mode *m)
 		     {"bpf", MODE_BPF},
 		     {"bpf-wall", MODE_BPF_WALL}};
 
-	memset(m, 0, sizeof(*m));
+	if (!oracle_reference_mode(arg, m))
+		return 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (!strcmp(arg, known[i].name)) {
 			m->kind = known[i].kind;
@@ -312,7 +316,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncpus, struct diag *d)
 {
 	const struct oracle_opts *o = p->o;
-	const char *ref = o->ref_name ? o->ref_name : "ptrace";
+	const char *ref = oracle_reference_pick(p, o->ref_name);
 
 	for (int i = 0; i < o->nmode_args; i++)
 		add_mode(p, o->mode_args[i]); /* checked by the parser */

@@ -45,6 +45,7 @@ struct oracle_mode {
 	enum oracle_mode_kind kind;
 	char name[64]; /* as shown in the table */
 	char *cmd;     /* MODE_EXTERNAL: the shell command */
+	int low;       /* ptrace-low, bpf-poisson: a reference that does not distort */
 };
 
 /* What the command line says, as it says it: filled by the parser, const
@@ -80,6 +81,7 @@ struct oracle_plan {
 	double bpf_rate_hz; /* what the BPF clock really runs at */
 	int bpf_clamped;
 	const char *data_dir; /* holds snippets/ and scripts/, see oracle_data_dir() */
+	char ref_why[192];    /* how the reference was chosen, for the header */
 };
 
 /* A started target. */
@@ -112,6 +114,13 @@ struct oracle_result {
 	size_t nseq, capseq;
 	struct keydist *verdicts; /* key -> 1 possible, 2 impossible (cache) */
 	struct rules_state *rstate;
+
+	/* ptrace: the possible stacks of threads in state R just before the
+	 * stop, what a cpu-clock sampler can see; compared with cpu modes. */
+	struct keydist *dist_run;
+	const char **seq_run;
+	size_t nseq_run, capseq_run;
+	int ref_run;	/* oracle_compute: compared with the reference's running subset */
 	char note[256]; /* why the run failed, "" if it did not */
 	/* Filled by oracle_compute(). */
 	double raw_tvd, tvd_floor, tvd_excess, tvd_noise, tvd_fn, tvd_truth, slowdown;
@@ -168,6 +177,13 @@ struct oracle_probe;
 struct oracle_probe *oracle_probe_new(void);
 int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d);
 void oracle_probe_free(struct oracle_probe *pr);
+/* ptrace-low or bpf-poisson into m (0), else -1: see oracle_modes.c. */
+int oracle_reference_mode(const char *name, struct oracle_mode *m);
+/* The reference to use for --reference-mode asked (NULL or "auto": chosen
+ * from the rate), with the reason in p->ref_why. */
+const char *oracle_reference_pick(struct oracle_plan *p, const char *asked);
+/* A mode that samples only threads on a CPU (the bpf cpu clock). */
+int oracle_mode_cpu_clock(const struct oracle_mode *m);
 int oracle_result_init(struct oracle_result *r);
 void oracle_result_free(struct oracle_result *r);
 /* Sample w->t for the window [start, start + duration). Failures of the

@@ -52,6 +52,12 @@ bool oracle_sched_next(struct oracle_sched *s, double *t)
 	return true;
 }
 
+void oracle_sched_set_rate(struct oracle_sched *s, double rate_hz)
+{
+	if (s->poisson && rate_hz > 0)
+		s->rate_hz = rate_hz;
+}
+
 int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t size)
 {
 	size_t o = 0;

@@ -33,6 +33,11 @@ void oracle_sched_init(struct oracle_sched *s, double start, double duration, do
 /* The next arrival into *t; false once it would be at or past the deadline
  * (that arrival is never handed out). */
 bool oracle_sched_next(struct oracle_sched *s, double *t);
+/* Poisson only: later gaps have mean 1/rate_hz (rate_hz > 0); the arrival
+ * already drawn stays. A reference that adapts its rate to what its own
+ * samples cost (ptrace-low) stays a process whose times do not depend on
+ * the target's state. Ignored for a regular schedule. */
+void oracle_sched_set_rate(struct oracle_sched *s, double rate_hz);
 /* A uniform double in (0, 1] from the schedule's generator (splitmix64). */
 double oracle_sched_uniform(uint64_t *state);
 

@@ -16,7 +16,9 @@
 #include "profile.h"
 #include "text_escape.h"
 
-#define NCOLS 17
+#define NCOLS 18
+/* A reference that slows the target more than this is flagged. */
+#define REF_SLOWDOWN_FLAG 10.0
 
 static double ratio(double a, double b)
 {
@@ -27,11 +29,24 @@ void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr)
 {
 	for (int run = 0; run < p->o->runs; run++) {
 		struct oracle_result *ref = &cr->res[run * p->nmodes + p->ref];
-		double n_ref = keydist_total(ref->dist);
+		int ref_cpu = oracle_mode_cpu_clock(&p->modes[p->ref]);
 
 		for (int m = 0; m < p->nmodes; m++) {
 			struct oracle_result *r = &cr->res[run * p->nmodes + m];
-			double n = keydist_total(r->dist);
+			double n = keydist_total(r->dist), n_ref;
+			/* Clock-matched (issue 12, item 6): a cpu-clock mode sees
+			 * on-CPU threads only, so it is compared with the
+			 * reference's stacks of threads that were running; a wall
+			 * mode with all of them. A cpu-clock reference has only
+			 * running threads to offer. */
+			int run_set =
+			    oracle_mode_cpu_clock(&p->modes[m]) && keydist_total(ref->dist_run) > 0;
+			const struct keydist *rd = run_set ? ref->dist_run : ref->dist;
+			const char *const *rseq = run_set ? ref->seq_run : ref->seq;
+			size_t rnseq = run_set ? ref->nseq_run : ref->nseq;
+
+			r->ref_run = run_set || ref_cpu;
+			n_ref = keydist_total(rd);
 
 			r->errors_pct = 100 * ratio((double)r->errors, (double)r->attempts);
 			r->impossible_pct = 100 * ratio((double)r->impossible, (double)r->stacks);
@@ -45,15 +60,15 @@ void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr)
 				r->tvd_truth = oracle_tvd(r->phases, r->truth);
 			if (m == p->ref || n <= 0 || n_ref <= 0)
 				continue;
-			r->raw_tvd = oracle_tvd(r->dist, ref->dist);
-			r->tvd_floor = oracle_tvd_floor(ref->dist, n, n_ref);
+			r->raw_tvd = oracle_tvd(r->dist, rd);
+			r->tvd_floor = oracle_tvd_floor(rd, n, n_ref);
 			r->tvd_excess = r->raw_tvd - r->tvd_floor;
-			r->tvd_noise = oracle_tvd_noise(ref->seq, ref->nseq, 0, n, n_ref);
+			r->tvd_noise = oracle_tvd_noise(rseq, rnseq, 0, n, n_ref);
 			{
 				struct keydist *a = keydist_new(), *b = keydist_new();
 
 				if (a && b && !keydist_fn_only(r->dist, a) &&
-				    !keydist_fn_only(ref->dist, b))
+				    !keydist_fn_only(rd, b))
 					r->tvd_fn = oracle_tvd(a, b);
 				keydist_free(a);
 				keydist_free(b);
@@ -120,9 +135,9 @@ static void sums(const struct oracle_plan *p, const struct oracle_case_result *c
 }
 
 static const char *const heads[NCOLS] = {
-    "mode",	   "samples",	 "stacks",    "µs",	   "errors%",	"impossible",
-    "impossible%", "tvd_excess", "tvd_floor", "raw_tvd",   "tvd_noise", "tvd_fn",
-    "tvd_truth",   "slowdown%",	 "lost",      "µs_target", "µs_sampler"};
+    "mode",	   "samples",	 "stacks",    "µs",	   "errors%",	 "impossible",
+    "impossible%", "tvd_excess", "tvd_floor", "raw_tvd",   "tvd_noise",	 "tvd_fn",
+    "tvd_truth",   "slowdown%",	 "lost",      "µs_target", "µs_sampler", "ref_set"};
 
 /* Display width: µ is two bytes, one column. */
 static int width(const char *s)
@@ -152,6 +167,9 @@ void oracle_print_header(FILE *f, const struct oracle_plan *p, const struct orac
 		fprintf(f, " bpf_rate_hz=%.0f%s", p->bpf_rate_hz,
 			p->bpf_clamped ? " (clamped to kernel.perf_event_max_sample_rate)" : "");
 	fprintf(f, "\n");
+	fprintf(f, "reference=%s (%s)%s\n", p->modes[p->ref].name,
+		p->ref_why[0] ? p->ref_why : "as asked",
+		p->modes[p->ref].low ? "; Poisson times, 3x the window" : "");
 	if (other_load > 0.25)
 		fprintf(f,
 			"WARNING: other processes used %.2f CPUs on average during the run; "
@@ -172,8 +190,14 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 		if (s.stacks != s.samples)
 			show_stacks = 1;
 	}
-	fprintf(f, "\n%s (%s) ref_keys=%zu\n", cr->c->name, cr->c->operation,
+	fprintf(f, "\n%s (%s) ref_keys=%zu", cr->c->name, cr->c->operation,
 		keydist_nkeys(ref0->dist));
+	/* How many of the reference's stacks were of running threads: the
+	 * set the "running" rows below were compared with. */
+	if (keydist_total(ref0->dist_run) > 0)
+		fprintf(f, " ref_running_stacks=%.0f/%.0f", keydist_total(ref0->dist_run),
+			keydist_total(ref0->dist));
+	fprintf(f, "\n");
 	for (int c = 0; c < NCOLS; c++)
 		snprintf(cell[0][c], 64, "%s", heads[c]);
 	for (int m = 0; m < p->nmodes; m++) {
@@ -220,6 +244,12 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 		fmt_ms(row[15], 64, &a, p->o->runs, "%.2f");
 		gather(p, cr, m, F(us_sampler), &a);
 		fmt_ms(row[16], 64, &a, p->o->runs, "%.2f");
+		/* What this row was compared with: all the reference's
+		 * threads, or those running at the sample. */
+		snprintf(row[17], 64, "%s",
+			 is_ref		      ? "ref"
+			 : cr->res[m].ref_run ? "running"
+					      : "all");
 	}
 	for (int r = 0; r <= p->nmodes; r++)
 		for (int c = 0; c < NCOLS; c++)
@@ -236,6 +266,25 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 				fprintf(f, "  %*s%s", w[c] - width(cell[r][c]), "", cell[r][c]);
 		}
 		fprintf(f, "\n");
+	}
+	for (int m = 0; m < p->nmodes; m++) {
+		struct oracle_agg a;
+
+		/* Issue 12, item 5: a reference (or a stopping mode that could be
+		 * one) that slowed the target measured another program. */
+		if (m != p->ref && p->modes[m].kind != MODE_PTRACE)
+			continue;
+		gather(p, cr, m, F(slowdown), &a);
+		if (a.n && a.mean > REF_SLOWDOWN_FLAG)
+			fprintf(
+			    f,
+			    "note: %s%s slowed the target by %.1f%% (> %.0f%%): what it "
+			    "saw is a distorted run%s\n",
+			    m == p->ref ? "the reference " : "", p->modes[m].name, a.mean,
+			    REF_SLOWDOWN_FLAG,
+			    m == p->ref && !p->modes[m].low
+				? "; --reference-mode ptrace-low or bpf-poisson does not distort"
+				: "");
 	}
 	for (int run = 0; run < p->o->runs; run++)
 		for (int m = 0; m < p->nmodes; m++)
@@ -295,6 +344,9 @@ static json_object *jrun(const struct oracle_result *r, double baseline)
 	json_object_object_add(j, "impossible_stacks", jdist(r->imp));
 	json_object_object_add(j, "truth_phases", jdist(r->phases));
 	json_object_object_add(j, "truth", r->truth ? jdist(r->truth) : NULL);
+	json_object_object_add(j, "ref_set",
+			       json_object_new_string(r->ref_run ? "running" : "all"));
+	json_object_object_add(j, "running_distribution", jdist(r->dist_run));
 	return j;
 }
 
