@@ -67,7 +67,7 @@ for want in 3.12 3.8; do
 	kill "$pid" 2>/dev/null
 done
 row "a thread in posix_spawn whose vfork child blocks opening a FIFO (TASK_KILLABLE: PTRACE_INTERRUPT cannot stop it), blocking dump, 3.12 and 3.8" \
-	"$([ $vfork_fail -eq 0 ] && echo "dump returns after the 1 s stop deadline, exit 0, prints the other threads and names the stuck tid on stderr; no thread left in 't'" || echo "FAILED ($vfork_fail checks)")"
+	"$([ $vfork_fail -eq 0 ] && echo "dump returns after the 3 s stop deadline, exit 0, prints the other threads and names the stuck tid on stderr; no thread left in 't'" || echo "FAILED ($vfork_fail checks)")"
 
 # 2. SIGTSTP during a blocking dump of 500 threads.
 d=$(mktemp -d "$TMP/tstp.XXXXXX")

@@ -39,8 +39,10 @@ struct stopper_thread {
 
 /* How long a stop may take before the threads still running are declared
  * stuck (see wait_thread in ptrace_stop.c). Generous: 500 threads stop in a
- * few ms, but the host may be loaded. */
-#define STOPPER_DEADLINE_MS 1000
+ * few ms, but on a loaded 2-CPU host (load 10+) a healthy thread missed
+ * 1000 ms, and a thread wrongly called stuck stays seized until bpfpy
+ * exits; a thread really stuck (in vfork) costs the user this long once. */
+#define STOPPER_DEADLINE_MS 3000
 
 struct stopper {
 	pid_t pid;    /* the target's thread-group id */
