@@ -21,7 +21,7 @@ PKGS=(
 	# a sid chroot for 3.14/3.15
 	python3 python3.11-dbg mmdebstrap debian-archive-keyring
 	# test helpers; valgrind for tests/integration/test_memcheck.sh
-	strace pahole valgrind
+	strace pahole valgrind austin # austin: an oracle peer (make leaderboard)
 )
 
 # One query; packages dpkg has never heard of are simply not listed (the
