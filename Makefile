@@ -41,7 +41,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 # A recipe that fails (bpftool gen skeleton > $@, say) must not leave a
 # truncated target that the next make trusts.
 .DELETE_ON_ERROR:
-.PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz protobuf
+.PHONY: all deps test unit integration run bench install clean vmlinux format targets fuzz protobuf leaderboard
 
 all: $(OUT)/bpfpy
 
@@ -93,6 +93,12 @@ targets: deps
 run: deps
 	@$(MAKE) --no-print-directory all
 	@$(OUT)/bpfpy oracle --default
+
+# Every case x interpreter x {1,10} kHz x mode and peer (scripts/leaderboard.sh;
+# LEADERBOARD_QUICK=1 for a short test run).
+leaderboard: deps
+	@$(MAKE) --no-print-directory all
+	@OUT=$(OUT) scripts/leaderboard.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all

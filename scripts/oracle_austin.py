@@ -21,9 +21,10 @@ its own (scripts/pyrun.sh --proc), since it needs the chroot's libc.
   its closing summary becomes "E" lines. It reports its sampling time only
   as min/avg/max for the whole run, after the window, so no attempt carries
   a cost (the oracle shows µs as "-"); the summary is echoed as '#' lines.
-- Austin 1.x has no duration flag: it gets SIGINT when the window ends;
-  any Austin is killed 5 s after it.
+- Austin 1.x has no duration flag and 3.x's takes whole seconds: Austin
+  gets SIGINT when the window ends, and is killed 5 s after it.
 """
+import math
 import os
 import re
 import signal
@@ -76,7 +77,7 @@ def main():
         return 2
     v3 = not re.search(r"\b[12]\.\d+\.\d+", ver)
     if v3:  # -P: metadata lines; -x: the window; -t: attach patiently on a busy host
-        cmd = [austin, "-P", "-t", "3s", "-i", interval + "us", "-x", "%g" % duration, "-p", pid]
+        cmd = [austin, "-P", "-t", "3s", "-i", interval + "us", "-x", "%d" % math.ceil(duration), "-p", pid]
     else:
         cmd = [austin, "-t", "3000", "-i", interval, "-p", pid]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -92,10 +93,10 @@ def main():
         if not started:
             w("S grouped\n")  # Austin is up: the window starts
             started = True
-            if not v3:
-                stop = threading.Timer(duration, proc.send_signal, [signal.SIGINT])
-                stop.daemon = True
-                stop.start()
+            # -x takes whole seconds only: SIGINT ends the window
+            stop = threading.Timer(duration, proc.send_signal, [signal.SIGINT])
+            stop.daemon = True
+            stop.start()
         line = line.rstrip("\n")
         if line.startswith("#"):
             summary.append(line)
