@@ -48,7 +48,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 # truncated target that the next make trusts.
 .DELETE_ON_ERROR:
 .PHONY: all deps deps-build deps-run deps-unit deps-test test unit integration run bench install clean \
-	vmlinux format targets fuzz protobuf
+	vmlinux format targets fuzz protobuf leaderboard
 
 all: $(OUT)/bpfpy
 
@@ -104,6 +104,12 @@ targets: deps-test
 run: deps-run
 	@$(MAKE) --no-print-directory all
 	@$(OUT)/bpfpy oracle --default
+
+# Every case x interpreter x {1,10} kHz x mode and peer (scripts/leaderboard.sh;
+# LEADERBOARD_QUICK=1 for a short test run).
+leaderboard: deps-test
+	@$(MAKE) --no-print-directory all
+	@OUT=$(OUT) scripts/leaderboard.sh
 
 bench: deps-test
 	@$(MAKE) --no-print-directory all

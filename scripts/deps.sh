@@ -49,6 +49,8 @@ TEST=(
 	strace valgrind time bc binutils procps util-linux pahole
 	# libFuzzer's runtime for test_fuzz_smoke (skipped without it)
 	libclang-rt-14-dev
+	# austin (bookworm's 1.0.1): an oracle peer (test_peers, make leaderboard)
+	austin
 )
 
 usage() {

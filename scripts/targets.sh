@@ -184,6 +184,36 @@ provision_sid() {
 	return 1
 }
 
+# Sid's austin (the oracle's peer, scripts/oracle_austin.sh) cannot be
+# installed with apt: its package Depends on python3 (<< 3.14), and sid's
+# python3 is newer. Its /usr/bin/austin needs only libc, so the binary alone
+# is unpacked to $SID/usr/local/bin (dpkg never learns of it: apt's state in
+# the shared chroot stays as built). Once, under the build lock; a failure is
+# remembered in $stamp (remove it to retry) so listings stay offline and fast.
+sid_austin() {
+	local lock=${SID%/*}/.sid.lock log=${SID%/*}/sid-austin.log stamp=${SID%/*}/sid-austin.failed d
+	[[ -x $SID/usr/local/bin/austin || -e $stamp ]] && return 0
+	exec 8>"$lock" && flock 8 || return 1
+	if ! [[ -x $SID/usr/local/bin/austin || -e $stamp ]]; then
+		diag "unpacking sid's austin into $SID/usr/local/bin (log $log)"
+		d=$(mktemp -d "$SID/tmp/.austin.XXXXXX") || return 1
+		if { chroot "$SID" apt-get -q update &&
+			chroot "$SID" sh -c 'cd "$1" && apt-get -q download austin' sh "/tmp/${d##*/}" &&
+			dpkg-deb --fsys-tarfile "$d"/austin_*.deb | tar -xO ./usr/bin/austin >"$d/austin" &&
+			chmod 0755 "$d/austin" && mkdir -p "$SID/usr/local/bin" &&
+			mv -f "$d/austin" "$SID/usr/local/bin/austin"; } </dev/null >"$log" 2>&1; then
+			:
+		else
+			tail -n 5 "$log" >&2
+			date >"$stamp"
+			diag "no austin in $SID (log $log; remove $stamp to retry)"
+		fi
+		rm -rf "$d"
+	fi
+	exec 8>&-
+	return 0
+}
+
 want_sid=0
 for m in "${SID_MINORS[@]}"; do matches "sid-$m" "$m" && want_sid=1; done
 if ((want_sid)); then
@@ -198,6 +228,7 @@ if ((want_sid)); then
 				diag "no sid chroot at $SID (--no-provision): 3.14/3.15 skipped"
 			fi
 		fi
+		sid_ok "$SID" && ((provision)) && sid_austin
 		if sid_ok "$SID"; then
 			# /proc/PID/maps of a chroot target, read from another mount
 			# namespace (a peer run by `pyrun.sh --proc`), names host paths

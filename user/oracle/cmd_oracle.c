@@ -109,6 +109,7 @@ enum {
 	OPT_CPUS,
 	OPT_NO_PIN,
 	OPT_DEFAULT,
+	OPT_PEERS,
 };
 
 static const struct argp_option options[] = {
@@ -143,6 +144,11 @@ static const struct argp_option options[] = {
     {"default", OPT_DEFAULT, NULL, 0,
      "The `make run` job: flat_alternating, nested_alternating, ground_truth; ptrace, live, "
      "bpf; at 1 kHz unless --rate; about a minute",
+     0},
+    {"peers", OPT_PEERS, NULL, 0,
+     "Add every peer profiler available for the interpreter (scripts/oracle_peers.sh: "
+     "cpython-live/-blocking, tachyon-live/-blocking, austin, austin-sid); a missing or "
+     "unsupported one is skipped with a note",
      0},
     {"quiet", 'q', NULL, 0, "No progress line", 0},
     {"verbose", 'v', NULL, 0, "Say why each failed window failed, as it happens", 0},
@@ -253,6 +259,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_POISSON:
 		o->poisson = 1;
 		break;
+	case OPT_PEERS:
+		o->peers = 1;
+		break;
 	case OPT_PYTHON:
 		o->python = arg;
 		break;
@@ -312,6 +321,50 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* --peers: the modes scripts/oracle_peers.sh names for this interpreter,
+ * which knows what each peer supports (it was measured, not declared): a
+ * line "NAME" is a mode we know, "NAME<TAB>CMD" an external:CMD shown as
+ * NAME, "# ..." a peer skipped and why, passed on to the user. */
+static void add_peers(struct oracle_plan *p, const struct oracle_python *py)
+{
+	char cmd[4 * PATH_MAX + 128], line[2 * PATH_MAX + 256], ext[sizeof(line) + 16];
+	FILE *f;
+
+	if (strchr(py->label, '\'') || strchr(py->root, '\'') || strchr(py->python, '\'')) {
+		fprintf(stderr,
+			"bpfpy oracle: --peers: skipped, a quote in the interpreter's path\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "'%s/scripts/oracle_peers.sh' '%s' '%s' '%s' '%s'", p->data_dir,
+		 py->version, py->label, py->root, py->python);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t');
+
+		line[strcspn(line, "\n")] = 0;
+		if (line[0] == '#') {
+			fprintf(stderr, "bpfpy oracle: --peers: %s\n", line + 1 + (line[1] == ' '));
+			continue;
+		}
+		if (!tab) {
+			if (line[0] && add_mode(p, line))
+				fprintf(stderr, "bpfpy oracle: --peers: cannot add mode '%s'\n",
+					line);
+			continue;
+		}
+		*tab = 0;
+		snprintf(ext, sizeof(ext), "external:%s", tab + 1);
+		if (add_mode(p, ext))
+			fprintf(stderr, "bpfpy oracle: --peers: cannot add mode '%s'\n", line);
+		else
+			snprintf(p->modes[p->nmodes - 1].name, sizeof(p->modes[0].name), "%.63s",
+				 line);
+	}
+	if (!f || pclose(f))
+		fprintf(stderr, "bpfpy oracle: --peers: %s/scripts/oracle_peers.sh failed\n",
+			p->data_dir);
+}
+
 /* Modes, reference and pinning, once the flags are all in. */
 static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncpus, struct diag *d)
 {
@@ -322,6 +375,8 @@ static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncp
 		add_mode(p, o->mode_args[i]); /* checked by the parser */
 	if (!p->nmodes)
 		add_mode(p, "ptrace"), add_mode(p, "live"), add_mode(p, "bpf");
+	if (o->peers)
+		add_peers(p, py);
 	p->ref = -1;
 	for (int i = 0; i < p->nmodes; i++)
 		if (!strcmp(p->modes[i].name, ref) ||

@@ -66,6 +66,7 @@ struct oracle_opts {
 	int cpus_set, cpu_target, cpu_sampler; /* --cpus TARGET,SAMPLER */
 	int dflt, no_pin, quiet, verbose;
 	int rate_set; /* --rate given */
+	int peers;    /* --peers */
 };
 
 /* One oracle run's derived state, owned by cmd_oracle and read by the rest. */

@@ -50,8 +50,13 @@ void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr)
 
 			r->errors_pct = 100 * ratio((double)r->errors, (double)r->attempts);
 			r->impossible_pct = 100 * ratio((double)r->impossible, (double)r->stacks);
-			r->us = ratio(r->us_sum, (double)r->attempts);
-			r->us_sampler = ratio(r->us_sampler_sum, (double)r->attempts);
+			/* An external tool that gave no attempt a cost said nothing
+			 * about it: unknown ('-'), not free. */
+			r->us = p->modes[m].kind == MODE_EXTERNAL && !r->us_sum
+				    ? NAN
+				    : ratio(r->us_sum, (double)r->attempts);
+			r->us_sampler =
+			    isnan(r->us) ? NAN : ratio(r->us_sampler_sum, (double)r->attempts);
 			r->us_target =
 			    r->us_target_known ? ratio(r->us_target_sum, (double)r->attempts) : NAN;
 			if (cr->baseline[run] > 0 && !isnan(r->progress_rate))

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""bpfpy oracle adapter for Austin (https://github.com/P403n1x87/austin).
+
+    bpfpy oracle --python pyenv-3.10 --peers    (mode austin: bookworm's 1.0.1)
+    bpfpy oracle --python pyenv-3.12 --peers    (mode austin-sid: sid's 3.7.0)
+
+Runs `austin -i INTERVAL -p PID` (AUSTIN, or --austin PATH) and translates
+its output into the oracle's external protocol (bpfpy oracle --help). Any
+Python 3 runs this file; the sid Austin runs inside the chroot with a /proc of
+its own (scripts/pyrun.sh --proc), since it needs the chroot's libc.
+
+- Austin streams one line per thread per sample, root first:
+    1.x  "Thread 7f..;func (file);L12;func (file);L3 METRIC"
+    3.x  "P123;T0:123;file:func:12;file:func:3 METRIC"
+  each becomes "tid=N func:line@file;..." (N a small index per thread: a
+  pthread id does not fit an int). A sample's thread lines are consecutive,
+  so a thread seen again starts the next attempt, closed by "." lines.
+- Austin never stops the target; -i is the pause between samples, so it
+  samples a little slower than asked. It is periodic, not Poisson.
+- Austin counts its invalid samples but does not print them; the count in
+  its closing summary becomes "E" lines. It reports its sampling time only
+  as min/avg/max for the whole run, after the window, so no attempt carries
+  a cost (the oracle shows µs as "-"); the summary is echoed as '#' lines.
+- Austin 1.x has no duration flag and 3.x's takes whole seconds: Austin
+  gets SIGINT when the window ends, and is killed 5 s after it.
+"""
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+# The protocol's escapes (bpfpy oracle --help): '%' and '@' in a name or a
+# file are written %XX; ';' and line breaks cannot occur, Austin splits on them.
+def esc(s):
+    return s.replace("%", "%25").replace("@", "%40")
+
+
+def frames_3(parts):
+    out = []
+    for p in parts:
+        f = p.rsplit(":", 2)  # file:func:line (a file may hold ':')
+        if len(f) != 3:
+            return None  # "INVALID" and other markers: not a stack
+        line = f[2] if f[2].isdigit() and f[2] != "0" else "?"
+        out.append("%s:%s@%s" % (esc(f[1]), line, esc(f[0])))
+    return out
+
+
+def frames_1(parts):
+    out = []
+    for p in parts:
+        if p.startswith("L") and p[1:].isdigit() and out:
+            out[-1] = out[-1].replace(":?@", ":%s@" % p[1:], 1)
+            continue
+        m = re.match(r"(.*) \((.*)\)$", p)
+        if not m:
+            return None
+        out.append("%s:?@%s" % (esc(m.group(1)), esc(m.group(2))))
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    austin = args[args.index("--austin") + 1] if "--austin" in args else "austin"
+    pid = os.environ["BPFPY_PID"]
+    rate = float(os.environ.get("BPFPY_RATE_HZ", "1000"))
+    duration = float(os.environ.get("BPFPY_DURATION", "3"))
+    interval = "%d" % (1e6 / rate) if rate > 0 else "0"
+    try:
+        ver = subprocess.run([austin, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("E austin: %s" % e, flush=True)
+        return 2
+    v3 = not re.search(r"\b[12]\.\d+\.\d+", ver)
+    if v3:  # -P: metadata lines; -x: the window; -t: attach patiently on a busy host
+        cmd = [austin, "-P", "-t", "3s", "-i", interval + "us", "-x", "%d" % math.ceil(duration), "-p", pid]
+    else:
+        cmd = [austin, "-t", "3000", "-i", interval, "-p", pid]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace")
+    # Bounded whatever Austin does (3.7.0 on 3.13.0 attaches, spins and never
+    # samples nor ends): killed a few seconds past the window.
+    hard = threading.Timer(duration + 5, proc.kill)
+    hard.daemon = True
+    hard.start()
+    w = sys.stdout.write
+    tids, group, started, summary = {}, set(), False, []
+    for line in proc.stdout:
+        if not started:
+            w("S grouped\n")  # Austin is up: the window starts
+            started = True
+            # -x takes whole seconds only: SIGINT ends the window
+            stop = threading.Timer(duration, proc.send_signal, [signal.SIGINT])
+            stop.daemon = True
+            stop.start()
+        line = line.rstrip("\n")
+        if line.startswith("#"):
+            summary.append(line)
+            continue
+        head, _, _metric = line.rpartition(" ")
+        parts = head.split(";")
+        if v3 and len(parts) >= 2 and parts[0].startswith("P"):
+            tid, frames = parts[1].split(":")[-1], frames_3(parts[2:])
+        elif not v3 and parts[0].startswith("Thread "):
+            tid, frames = parts[0][7:], frames_1(parts[1:])
+        else:
+            continue
+        if tid in group:  # this thread again: the previous sample is complete
+            w(".\n")
+            group.clear()
+        group.add(tid)
+        if frames:
+            w("tid=%d %s\n" % (tids.setdefault(tid, len(tids) + 1), ";".join(frames)))
+    if group:
+        w(".\n")
+    proc.wait()
+    hard.cancel()
+    err = proc.stderr.read()
+    summary += ["# " + s.strip() for s in err.splitlines() if s.strip()]
+    bad = re.search(r"errors?(?: rate)?\s*:\s*(\d+)/(\d+)", "\n".join(summary), re.I)
+    if bad:
+        w("E austin: invalid sample\n" * int(bad.group(1)))
+    w("".join("# austin: %s\n" % s.lstrip("# ") for s in summary[-6:]))
+    sys.stdout.flush()
+    # 1.x exits non-zero on SIGINT; only a failure before any sample is one
+    return 0 if started else (proc.returncode or 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""bpfpy oracle adapter for CPython's own sampling profiler's CLI (Tachyon).
+
+    bpfpy oracle --python sid-3.15 --peers      (modes tachyon-live, tachyon-blocking)
+
+Runs `python -m profiling.sampling attach -r RATE -d DURATION -a [--blocking]
+--collapsed -o FILE PID` with the target's own interpreter (the profiler
+reads only its own minor version), inside the target's root with a /proc of
+its own (scripts/pyrun.sh --proc), and translates what the CLI writes into
+the oracle's external protocol (bpfpy oracle --help):
+
+- The CLI aggregates: it writes `tid:N;file:func:line;... COUNT` once it is
+  done, so each line becomes COUNT stack lines "tid=N func:line@file;...",
+  root first. Without per-sample grouping each thread stack counts as one
+  attempt (the same thing on the single-threaded cases).
+- Its summary's "Captured N samples" and "Error rate: X" (percent) give the
+  failed attempts, written as N*X/100 "E" lines.
+- No "S" line: the results only exist after the run, past any window an "S"
+  would open, so the oracle's window (and the target's slowdown%) spans the
+  whole CLI run, its start-up included. The CLI reports no per-sample cost,
+  so no ". US" lines either: the oracle shows µs as "-".
+- The file is what the collapsed format carries (a short path, often the
+  base name), which is what the rules' name@file conditions compare.
+- --no-gc: the artificial <GC> frame is an annotation, not a stack frame;
+  the oracle judges stacks. The CLI's sampling is periodic, not Poisson.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# The protocol's escapes (bpfpy oracle --help): '%' and '@' in a name or a
+# file are written %XX; ';' and line breaks cannot occur, the CLI splits on them.
+def esc(s):
+    return s.replace("%", "%25").replace("@", "%40")
+
+
+def frame(text):
+    # "file:func:line"; a file may itself hold ':' (so split from the right)
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3:
+        return "%s:?" % text
+    file, func, line = parts
+    return "%s:%s@%s" % (esc(func), line if line.isdigit() and line != "0" else "?", esc(file))
+
+
+def main():
+    pid = os.environ["BPFPY_PID"]
+    rate = float(os.environ.get("BPFPY_RATE_HZ", "1000"))
+    duration = os.environ.get("BPFPY_DURATION", "3")
+    out = tempfile.mkdtemp(prefix="bpfpy-tachyon.")
+    path = os.path.join(out, "collapsed.txt")
+    # rate 0 = as fast as possible: the CLI takes an interval, so ask 1 MHz
+    cmd = [sys.executable, "-m", "profiling.sampling", "attach",
+           "-r", str(int(rate)) if rate > 0 else "1000000",
+           "-d", duration, "-a", "--no-gc", "--collapsed", "-o", path, pid]
+    if "--blocking" in sys.argv[1:]:
+        cmd.insert(-1, "--blocking")
+    try:
+        run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, errors="replace", timeout=float(duration) + 60)
+        lines = open(path, errors="replace").read().splitlines() if os.path.exists(path) else []
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("E tachyon: %s" % str(e).replace("\n", " "), flush=True)
+        return 2
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+        os.rmdir(out)
+    w = sys.stdout.write
+    for line in lines:
+        head, _, count = line.rpartition(" ")
+        if not head or not count.isdigit():
+            continue
+        parts = head.split(";")
+        tid = parts[0][4:] if parts[0].startswith("tid:") else ""
+        frames = ";".join(frame(p) for p in parts[1 if tid else 0:])
+        stack = ("tid=%s %s\n" % (tid, frames)) if tid.isdigit() else frames + "\n"
+        w(stack * int(count))
+    m = re.search(r"Captured (\d+) samples", run.stdout)
+    e = re.search(r"Error rate: ([0-9.]+)", run.stdout)
+    if m and e:
+        w("E tachyon: failed sample\n" * round(int(m.group(1)) * float(e.group(1)) / 100))
+    for note in run.stdout.splitlines()[-3:]:
+        w("# tachyon: %s\n" % note)
+    sys.stdout.flush()
+    if run.returncode:
+        sys.stderr.write("oracle_tachyon: %s exited %d: %s\n"
+                         % (" ".join(cmd[:5]), run.returncode, run.stdout[-300:]))
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
