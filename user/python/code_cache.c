@@ -48,6 +48,10 @@ struct code_cache {
 	struct code_entry fail; /* what a stale or unreadable lookup returns */
 	char **retired;		/* RETIRED_MAX, oldest first */
 	size_t nretired;
+	code_names_fn names; /* the kernel's copies of freed objects' names */
+	void *names_ctx;
+	uint32_t names_pid;
+	struct slot kslot; /* the last entry made from such a copy */
 };
 
 static uint32_t bucket_of(const struct code_cache *c, uint64_t addr)
@@ -184,6 +188,7 @@ void code_cache_clear(struct code_cache *c)
 {
 	for (size_t i = 0; i < c->size; i++)
 		slot_release(c, &c->slots[i]);
+	slot_release(c, &c->kslot);
 	code_cache_end_sample(c);
 	c->size = 0;
 	c->st.size = 0;
@@ -273,9 +278,71 @@ static uint32_t take_slot(struct code_cache *c, uint64_t addr)
 	return i;
 }
 
+void code_cache_set_names(struct code_cache *c, code_names_fn fn, void *ctx, uint32_t pid)
+{
+	c->names = fn;
+	c->names_ctx = ctx;
+	c->names_pid = pid;
+}
+
+static char *copy_str(const char *s, size_t len)
+{
+	char *out = malloc(len + 1);
+
+	if (out) {
+		memcpy(out, s, len);
+		out[len] = '\0';
+	}
+	return out;
+}
+
+/* The entry for a freed (or replaced) object from the kernel's copy of its
+ * names, or NULL when there is none. The kernel copied compact ASCII only,
+ * but from a hostile process: bytes are kept as bytes, and every printer
+ * escapes them (text_escape) like any other target string. */
+static const struct code_entry *kernel_entry(struct code_cache *c, uint64_t addr, uint32_t fp)
+{
+	struct slot *s = &c->kslot;
+	struct code_name n;
+
+	if (!c->names || !fp || c->names(c->names_ctx, c->names_pid, addr, fp, &n))
+		return NULL;
+	slot_release(c, s);
+	memset(&s->e, 0, sizeof(s->e));
+	s->name = copy_str(n.name, n.name_len < CODE_NAME_MAX ? n.name_len : CODE_NAME_MAX - 1);
+	if (!s->name)
+		return NULL;
+	if (n.flags & CODE_NAME_FILE)
+		s->file =
+		    copy_str(n.file, n.file_len < CODE_FILE_MAX ? n.file_len : CODE_FILE_MAX - 1);
+	if (n.flags & CODE_NAME_TABLE) {
+		s->e.linetable_len = n.table_len < CODE_TABLE_MAX ? n.table_len : CODE_TABLE_MAX;
+		s->table = malloc(s->e.linetable_len ? s->e.linetable_len : 1);
+		if (s->table)
+			memcpy(s->table, n.table, s->e.linetable_len);
+		else
+			s->e.linetable_len = 0;
+		s->e.table_truncated = !!(n.flags & CODE_NAME_CUT);
+	}
+	s->e.addr = addr;
+	s->e.fingerprint = fp;
+	s->e.version_hex = c->o.version_hex;
+	s->e.status = CODE_OK;
+	s->e.firstlineno = n.firstlineno;
+	s->e.name = s->name;
+	s->e.file = s->file ? s->file : CODE_CACHE_UNKNOWN;
+	s->e.linetable = s->table;
+	c->st.kernel_named++;
+	return &s->e;
+}
+
 static const struct code_entry *fail_entry(struct code_cache *c, uint64_t addr, uint32_t fp,
 					   enum code_status why)
 {
+	const struct code_entry *k = kernel_entry(c, addr, fp);
+
+	if (k)
+		return k;
 	c->fail.addr = addr;
 	c->fail.fingerprint = fp;
 	c->fail.version_hex = c->o.version_hex;

@@ -225,6 +225,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
+	int unnamed = 0;
 
 	/* Consecutive records mostly come from one process: skip the scan of
 	 * every target (dead ones included, with -a) on the per-sample path. */
@@ -246,7 +247,16 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		return 0;
 	}
 	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
-		code_cache_symbolize(t->cache, &frames[i], &c->frames[i]);
+		unnamed |= code_cache_symbolize(t->cache, &frames[i], &c->frames[i]) != CODE_OK;
+	if (unnamed) {
+		/* A frame we cannot name (its code was freed before we, or the
+		 * kernel, read it) makes no stack: an error of the sample. */
+		code_cache_end_sample(t->cache);
+		c->errors++;
+		t->errors++;
+		c->err_by_cause[WALK_ERR_UNNAMED]++;
+		return 0;
+	}
 	s.nframes = h->nframes;
 	t->samples++;
 	c->samples++;
