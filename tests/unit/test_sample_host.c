@@ -23,6 +23,7 @@
 #include "code_cache.h"
 #include "diag.h"
 #include "py_offsets.h"
+#include "pystr.h"
 #include "stack_reader.h"
 #include "walker_user.h"
 
@@ -671,6 +672,22 @@ static void test_kernel_names(void **state)
 			point_code(o, 0, 0, 1, 2);
 		}
 
+		/* on a miss, a whole kernel copy wins over the object: its line
+		 * table may already be freed (here: emptied) while the header
+		 * still matches */
+		c = code_cache_new(&im.r, o, 0);
+		assert_non_null(c);
+		code_cache_set_names(c, names_from_map, NULL, 4242);
+		put_table(o, 2, 0);
+		assert_int_equal(code_cache_lookup(c, CODE(0), fr[0].fingerprint)->linetable_len,
+				 20);
+		/* a partial copy (cut table) does not: frame 1 is read */
+		assert_int_equal(code_cache_lookup(c, CODE(1), fr[1].fingerprint)->linetable_len,
+				 CODE_TABLE_MAX + 44);
+		code_cache_get_stats(c, &st);
+		assert_int_equal(st.kernel_filled, 1);
+		code_cache_free(c);
+
 		/* both objects freed (here: zeroed) before user space reads them */
 		memset(code_b, 0, 2 * 0x400);
 		c = code_cache_new(&im.r, o, 0);
@@ -684,6 +701,13 @@ static void test_kernel_names(void **state)
 		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
 		assert_string_equal(sf.name, "func_b");
 		assert_int_equal(sf.firstlineno, 10);
+		/* a byte the kernel copied that is not ASCII after all (a hostile
+		 * or torn str) is replaced, as pystr_read does: output is UTF-8 */
+		names_mem[1].v.name[1] = (char)0xff;
+		names_mem[1].v.name[2] = '\0';
+		code_cache_clear(c);
+		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
+		assert_string_equal(sf.name, "f" PYSTR_REPLACEMENT PYSTR_REPLACEMENT "c_b");
 		/* a fingerprint the kernel never saw, an unreadable address, another
 		 * process: still unknown, which readers count as errors */
 		fp = fr[0].fingerprint;
@@ -697,7 +721,7 @@ static void test_kernel_names(void **state)
 		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_STALE);
 		code_cache_end_sample(c);
 		code_cache_get_stats(c, &st);
-		assert_int_equal(st.kernel_named, 2);
+		assert_int_equal(st.kernel_named, 3);
 		code_cache_free(c);
 	}
 }

@@ -60,6 +60,9 @@ struct code_cache_stats {
 	/* Of stale + unreadable, the frames the kernel had named on first
 	 * sight (code_cache_set_names); the others are unknown. */
 	uint64_t kernel_named;
+	/* Misses filled from the kernel's copy rather than by reading the
+	 * object (whole copies only, see code_cache.c fill_sampled). */
+	uint64_t kernel_filled;
 	/* Frames symbolized with line unknown (-1) because their code
 	 * object's line table is longer than PYBYTES_DEFAULT_CAP and the
 	 * instruction lies past the part read. */
@@ -120,10 +123,11 @@ int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct
  * Where names of freed code objects come from: fn fills out with what the
  * kernel copied on the first sample that showed (pid, addr, fingerprint)
  * (the BPF map code_names, bpf_sampler_code_name) and returns 0, or -1
- * when it has nothing. Consulted only when the object cannot be read or is
- * no longer the sampled one; such an entry's name then comes from the
- * copy, its file may be CODE_CACHE_UNKNOWN, its lines those the copied
- * prefix of the line table covers. fn NULL: no fallback (the default).
+ * when it has nothing. Consulted when the object cannot be read or is no
+ * longer the sampled one (the entry's name then comes from the copy, its
+ * file may be CODE_CACHE_UNKNOWN, its lines those the copied prefix of the
+ * line table covers), and on a miss, where a whole copy is used instead of
+ * reading the object. fn NULL: no copies (the default).
  */
 typedef int (*code_names_fn)(void *ctx, uint32_t pid, uint64_t addr, uint32_t fingerprint,
 			     struct code_name *out);
