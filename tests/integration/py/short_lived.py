@@ -4,29 +4,17 @@
 # that most code objects a sample shows are freed a few hundred microseconds
 # later, often before user space reads their names. Prints "ready" once
 # both have run, then loops until killed.
-SRC_A = """
-def func_a():
-    total = 0
-    for i in range(3000):
-        total += i
-    return total
-"""
-SRC_B = SRC_A.replace("func_a", "func_b").replace("+=", "-=")
-
-
-def load(src, filename):
-    ns = {}
-    exec(compile(src, filename, "exec"), ns)
-    return ns
+# One template for both, so that only the name, the sign and the file differ.
+TEMPLATE = "\ndef func_%s():\n    total = 0\n    for i in range(3000):\n        total %s= i\n    return total\n"
+PAIRS = [(TEMPLATE % (n, op), "%s_file.py" % n.upper(), "func_" + n) for n, op in (("a", "+"), ("b", "-"))]
 
 
 def churn():
-    ns = load(SRC_A, "A_file.py")
-    ns["func_a"]()
-    del ns
-    ns = load(SRC_B, "B_file.py")
-    ns["func_b"]()
-    del ns
+    for src, filename, name in PAIRS:
+        ns = {}
+        exec(compile(src, filename, "exec"), ns)
+        ns[name]()
+        del ns
 
 
 churn()
