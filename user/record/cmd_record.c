@@ -371,8 +371,9 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 			(unsigned long long)c->dropped_idle);
 	now = targets_cache_usage(c->ts, &live, &peak);
 	fprintf(stderr,
-		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d)\n",
-		now, live, peak, CODE_CACHE_DEFAULT_CAP);
+		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
+		"%llu named by the kernel\n",
+		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED]);
 	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
 	if (cnt[CNT_KEPT])
 		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",
