@@ -91,7 +91,12 @@ struct py_offsets {
 	 * frame_bottom_mask. 0: no such rule (<= 3.10; 3.15 has base_frame). */
 	__u16 frame_bottom_off;
 	__u8 frame_bottom_mask;
-	__u8 pad0;
+	/* A str whose state & str_ascii_mask == str_ascii_value is compact
+	 * ASCII: its bytes sit at ascii_data_off, one per character. The only
+	 * strings the kernel copies (code_names below). */
+	__u8 str_ascii_mask;
+	__u8 str_ascii_value;
+	__u8 pad0[3];
 };
 
 /* Per traced process. Keyed by host tgid in the BPF map proc_configs. */
@@ -119,6 +124,7 @@ enum walk_error {
 	WALK_ERR_CYCLE,	       /* a frame links to itself */
 	WALK_ERR_THREAD_CYCLE, /* the thread list loops (tstate->next revisits one) */
 	WALK_ERR_NO_ENTRY,     /* 3.11-3.14: chain did not end at an entry frame */
+	WALK_ERR_UNNAMED,      /* user space: a frame's code object could not be named */
 	WALK_ERR__COUNT,
 };
 
@@ -129,6 +135,43 @@ struct frame_rec {
 			    * offset from the code object (3.11+); walk_instr_index()
 			    * turns it into an index in code units */
 	__u32 fingerprint; /* identity of the code object, see walk_fingerprint() */
+};
+
+/*
+ * Names of code objects, copied by the kernel the first time a sample shows
+ * a (process, code address, fingerprint): BPF LRU hash code_names. Short-
+ * lived code (exec/compile loops) is often freed before user space gets to
+ * the sample; user space falls back on this copy when its own read of the
+ * object fails or finds another object (code_cache_set_names). Only what
+ * fits is copied: compact ASCII strings shorter than the buffers (others
+ * are left to user space, as before) and the first CODE_TABLE_MAX bytes of
+ * the line table (lines past them are then unknown, never guessed).
+ */
+#define CODE_NAME_MAX  128 /* powers of two: the kernel masks lengths */
+#define CODE_FILE_MAX  256
+#define CODE_TABLE_MAX 256
+#define CODE_NAMES_MAX 8192 /* entries, all processes together */
+
+#define CODE_NAME_FILE	(1u << 0) /* file[] holds the file name */
+#define CODE_NAME_TABLE (1u << 1) /* table[] holds (a prefix of) the line table */
+#define CODE_NAME_CUT	(1u << 2) /* the line table is longer than table[] */
+
+struct code_name_key {
+	__u32 pid; /* host tgid */
+	__u32 fingerprint;
+	__u64 code;
+};
+
+struct code_name {
+	__s32 firstlineno;
+	__u16 name_len; /* bytes in name[], no NUL */
+	__u16 file_len;
+	__u16 table_len;
+	__u16 flags; /* CODE_NAME_* */
+	__u32 pad;
+	char name[CODE_NAME_MAX];
+	char file[CODE_FILE_MAX];
+	__u8 table[CODE_TABLE_MAX];
 };
 
 /* sample_hdr.flags */
@@ -171,6 +214,7 @@ enum counter {
 	CNT_TRUNCATED, /* stacks deeper than max_depth */
 	CNT_FRAMES,    /* frames walked, for per-frame cost */
 	CNT_COST_NS,   /* total in-kernel ns spent on kept ticks */
+	CNT_NAMED,     /* code objects named into code_names */
 	CNT_ERR_BASE,  /* + enum walk_error: failed walks by cause */
 	CNT__COUNT = CNT_ERR_BASE + WALK_ERR__COUNT,
 };

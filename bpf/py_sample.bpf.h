@@ -20,6 +20,7 @@
 struct sample_scratch {
 	struct sample_buf buf;
 	struct walk_scratch ws;
+	struct code_name name; /* built here, then copied into code_names */
 };
 
 struct {
@@ -56,6 +57,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* (tgid, code, fingerprint) -> the code object's names, see bpfpy.h. LRU:
+ * user space only reads it, the oldest names go first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CODE_NAMES_MAX);
+	__type(key, struct code_name_key);
+	__type(value, struct code_name);
+} code_names SEC(".maps");
 
 /* Threads searched per lookup: beyond this a thread is reported as having
  * no thread state rather than costing the target unbounded time. */
@@ -151,6 +161,118 @@ static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *err)
 }
 
 /*
+ * Copy the compact ASCII str at addr into buf (cap bytes, a power of two);
+ * its length, or -1 when it is not compact ASCII, is too long, or cannot
+ * be read: the name is then left to user space. The length is masked, not
+ * only checked, so that the verifier sees the read stay inside buf.
+ */
+static __always_inline int name_copy_str(const struct sample_req *q, __u64 addr, char *buf,
+					 __u32 cap)
+{
+	const struct py_offsets *o = &q->cfg->off;
+	__u32 state = 0;
+	__s64 len = 0;
+
+	if (!addr || WALK_READ(q->reader, &state, sizeof(state), addr + o->unicode_state) ||
+	    WALK_READ(q->reader, &len, sizeof(len), addr + o->unicode_length))
+		return -1;
+	if ((state & o->str_ascii_mask) != o->str_ascii_value || len < 0 || len >= cap)
+		return -1;
+	if (WALK_READ(q->reader, buf, (__u32)len & (cap - 1), addr + o->ascii_data_off))
+		return -1;
+	return (int)len;
+}
+
+/* The first CODE_TABLE_MAX bytes of the bytes object at addr (the line
+ * table) into n->table; 0, or -1 when unreadable. */
+static __always_inline int name_copy_table(const struct sample_req *q, __u64 addr,
+					   struct code_name *n)
+{
+	const struct py_offsets *o = &q->cfg->off;
+	__s64 size = 0;
+
+	if (!addr || WALK_READ(q->reader, &size, sizeof(size), addr + o->bytes_size) || size < 0)
+		return -1;
+	if (size >= CODE_TABLE_MAX) {
+		if (WALK_READ(q->reader, n->table, CODE_TABLE_MAX, addr + o->bytes_data))
+			return -1;
+		n->table_len = CODE_TABLE_MAX;
+		if (size > CODE_TABLE_MAX)
+			n->flags |= CODE_NAME_CUT;
+		return 0;
+	}
+	if (WALK_READ(q->reader, n->table, (__u32)size & (CODE_TABLE_MAX - 1),
+		      addr + o->bytes_data))
+		return -1;
+	n->table_len = (__u16)size;
+	return 0;
+}
+
+struct name_ctx {
+	const struct sample_req *q;
+	struct sample_scratch *sc;
+	__u32 n;
+	__u32 named;
+};
+
+/*
+ * Name one frame's code object unless code_names knows it: re-read its
+ * header (the walk's copy is gone), check it is still the object the walk
+ * fingerprinted, copy what fits. The common case is one hash lookup; a
+ * frame with the same code as the one before (recursion) costs nothing.
+ */
+static int name_step(__u32 i, void *data)
+{
+	struct name_ctx *c = data;
+	const struct sample_req *q = c->q;
+	const struct py_offsets *o = &q->cfg->off;
+	struct sample_scratch *sc = c->sc;
+	struct code_name *n = &sc->name;
+	const struct frame_rec *f;
+	struct code_name_key k = {.pid = q->pid};
+	__u32 csize, name_off = o->code_qualname ? o->code_qualname : o->code_name;
+	int len;
+
+	if (i >= c->n)
+		return 1;
+	f = &sc->buf.frames[i & (BPFPY_MAX_DEPTH - 1)];
+	if (i > 0) {
+		const struct frame_rec *prev = &sc->buf.frames[(i - 1) & (BPFPY_MAX_DEPTH - 1)];
+
+		if (prev->code == f->code && prev->fingerprint == f->fingerprint)
+			return 0;
+	}
+	k.code = f->code;
+	k.fingerprint = f->fingerprint;
+	if (bpf_map_lookup_elem(&code_names, &k))
+		return 0;
+	csize = o->code_read_size > BPFPY_CODE_BUF ? BPFPY_CODE_BUF : o->code_read_size;
+	if (WALK_READ(q->reader, sc->ws.cbuf, csize & WALK_CBUF_MASK, k.code) ||
+	    walk_fingerprint(sc->ws.cbuf, o) != k.fingerprint)
+		return 0;
+	n->flags = 0;
+	n->file_len = 0;
+	n->table_len = 0;
+	n->firstlineno = (__s32)walk_u32(sc->ws.cbuf, o->code_firstlineno, WALK_CBUF_MASK);
+	len = name_copy_str(q, walk_u64(sc->ws.cbuf, name_off, WALK_CBUF_MASK), n->name,
+			    CODE_NAME_MAX);
+	if (len < 0)
+		return 0; /* no name: nothing worth keeping */
+	n->name_len = (__u16)len;
+	len = name_copy_str(q, walk_u64(sc->ws.cbuf, o->code_filename, WALK_CBUF_MASK), n->file,
+			    CODE_FILE_MAX);
+	if (len >= 0) {
+		n->file_len = (__u16)len;
+		n->flags |= CODE_NAME_FILE;
+	}
+	if (!name_copy_table(q, walk_u64(sc->ws.cbuf, o->code_linetable, WALK_CBUF_MASK), n))
+		n->flags |= CODE_NAME_TABLE;
+	if (!bpf_map_update_elem(&code_names, &k, n, BPF_NOEXIST))
+		c->named++;
+	return 0;
+}
+
+/*
  * Take one sample of the request's thread and emit it: frames leaf first,
  * or an error record (SAMPLE_ERROR, no frames) when the walk failed or the
  * thread list is corrupt. A thread without a Python thread state is only
@@ -201,6 +323,12 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	}
 	h->nframes = n;
 	count_add(CNT_FRAMES, w.visited);
+	if (n) {
+		struct name_ctx nc = {.q = q, .sc = sc, .n = n};
+
+		bpf_loop(BPFPY_MAX_DEPTH, name_step, &nc, 0);
+		count_add(CNT_NAMED, nc.named);
+	}
 	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
 	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec);
 	if (size > sizeof(struct sample_buf))

@@ -20,8 +20,10 @@
 #include <linux/bpf.h>
 #include <cmocka.h>
 
+#include "code_cache.h"
 #include "diag.h"
 #include "py_offsets.h"
+#include "pystr.h"
 #include "stack_reader.h"
 #include "walker_user.h"
 
@@ -52,6 +54,13 @@ static struct {
 	__u64 tstate;
 } cache_mem[CACHE_MAX];
 static int ncache;
+/* code_names: a plain array, no eviction (tests stay far below the bound). */
+#define NAMES_MAX 16
+static struct {
+	struct code_name_key k;
+	struct code_name v;
+} names_mem[NAMES_MAX];
+static int nnames;
 static unsigned char rb_mem[sizeof(struct sample_buf)];
 static __u64 rb_size;
 static int rb_records;
@@ -65,6 +74,12 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 		return k == 0 ? &scratch_mem : NULL;
 	if (map == &counters)
 		return k < CNT__COUNT ? &counter_mem[k] : NULL;
+	if (map == &code_names) {
+		for (int i = 0; i < nnames; i++)
+			if (!memcmp(&names_mem[i].k, key, sizeof(names_mem[i].k)))
+				return &names_mem[i].v;
+		return NULL;
+	}
 	if (map == &tstate_cache) {
 		for (int i = 0; i < ncache; i++)
 			if (cache_mem[i].tid == k)
@@ -79,7 +94,15 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value, _
 {
 	__u64 *v;
 
-	(void)flags;
+	if (map == &code_names) {
+		assert_int_equal(flags, BPF_NOEXIST);
+		if (bpf_map_lookup_elem(map, key))
+			return -17; /* -EEXIST */
+		assert_true(nnames < NAMES_MAX);
+		memcpy(&names_mem[nnames].k, key, sizeof(names_mem[nnames].k));
+		memcpy(&names_mem[nnames++].v, value, sizeof(names_mem[0].v));
+		return 0;
+	}
 	assert_ptr_equal(map, &tstate_cache);
 	v = bpf_map_lookup_elem(map, key);
 	if (!v) {
@@ -148,11 +171,13 @@ static __u32 bpf_get_smp_processor_id(void)
 #define CODE_TYPE 0x200000ull
 #define NOT_CODE  0x200100ull
 #define GIL	  0x300000ull /* locked int at +0, holder at +8 */
+#define STRS	  0x400000ull /* str and bytes objects, see put_str */
 #define NFRAMES	  16
 #define NTHREADS  3
 
 static uint8_t runtime_b[0x1000], interp_b[0x8000], tstate_b[NTHREADS][0x2000];
 static uint8_t cframe_b[0x400], frame_b[NFRAMES * 0x200], code_b[NFRAMES * 0x400], gil_b[16];
+static uint8_t strs_b[0x2000];
 
 struct image {
 	struct proc_config cfg;
@@ -196,6 +221,7 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 	memset(frame_b, 0, sizeof(frame_b));
 	memset(code_b, 0, sizeof(code_b));
 	memset(gil_b, 0, sizeof(gil_b));
+	memset(strs_b, 0, sizeof(strs_b));
 	load_offsets(&im->cfg, version);
 	o = &im->cfg.off;
 	im->cfg.runtime_addr = RUNTIME;
@@ -250,10 +276,12 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 	im->regions[4] = (struct mem_region){FRAME(0), frame_b, sizeof(frame_b)};
 	im->regions[5] = (struct mem_region){CODE(0), code_b, sizeof(code_b)};
 	im->regions[6] = (struct mem_region){GIL, gil_b, sizeof(gil_b)};
-	mem_reader_init_image(&im->r, im->regions, 7);
+	im->regions[7] = (struct mem_region){STRS, strs_b, sizeof(strs_b)};
+	mem_reader_init_image(&im->r, im->regions, 8);
 	memset(&scratch_mem, 0, sizeof(scratch_mem));
 	memset(counter_mem, 0, sizeof(counter_mem));
 	ncache = 0;
+	nnames = 0;
 	rb_records = 0;
 	rb_size = 0;
 	loop_turns = 0;
@@ -527,6 +555,177 @@ static void test_user_and_bpf_agree(void **state)
 	free(ts);
 }
 
+/* ---- issue 12 item 2: names of short-lived code, from the kernel ---- */
+
+#define STR(slot) (STRS + (uint64_t)(slot)*0x400ull)
+
+static void put_str(const struct py_offsets *o, int slot, const char *text, uint32_t state)
+{
+	uint8_t *b = strs_b + slot * 0x400;
+	size_t n = strlen(text);
+
+	put32(b, o->unicode_state, state);
+	put64(b, o->unicode_length, n);
+	memcpy(b + o->ascii_data_off, text, n);
+}
+
+static void put_table(const struct py_offsets *o, int slot, size_t n)
+{
+	uint8_t *b = strs_b + slot * 0x400;
+
+	put64(b, o->bytes_size, n);
+	for (size_t i = 0; i < n; i++)
+		b[o->bytes_data + i] = (uint8_t)(i * 7);
+}
+
+static void point_code(const struct py_offsets *o, int code, int name, int file, int table)
+{
+	uint8_t *co = code_b + code * 0x400;
+
+	put64(co, o->code_qualname ? o->code_qualname : o->code_name, STR(name));
+	put64(co, o->code_filename, STR(file));
+	put64(co, o->code_linetable, STR(table));
+}
+
+static int names_from_map(void *ctx, uint32_t pid, uint64_t addr, uint32_t fp,
+			  struct code_name *out)
+{
+	struct code_name_key k = {.pid = pid, .fingerprint = fp, .code = addr};
+	const struct code_name *v = bpf_map_lookup_elem(&code_names, &k);
+
+	(void)ctx;
+	if (!v)
+		return -1;
+	*out = *v;
+	return 0;
+}
+
+/* The kernel names a code object on first sight, once: compact ASCII only,
+ * the line table's first CODE_TABLE_MAX bytes; user space names the frame
+ * from that copy after the object is gone, and only then. */
+static void test_kernel_names(void **state)
+{
+	static const int depth[] = {2};
+	static const uint32_t versions[] = {0x030807f0u, V310, V311, V312};
+	const uint32_t non_ascii = 1u << 2 | 1u << 5; /* compact Latin-1 */
+
+	(void)state;
+	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		struct image im;
+		const struct py_offsets *o;
+		const struct sample_hdr *h;
+		struct frame_rec fr[2];
+		struct code_cache *c;
+		struct code_cache_stats st;
+		struct sym_frame sf;
+		uint32_t fp;
+
+		build(&im, versions[v], 1, depth);
+		o = &im.cfg.off;
+		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+		put_table(o, 2, 20);
+		put_str(o, 3, "caf\xe9", non_ascii);
+		put_table(o, 4, CODE_TABLE_MAX + 44);
+		point_code(o, 0, 0, 1, 2);
+		point_code(o, 1, 3, 1, 4);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->nframes, 2);
+		memcpy(fr, frames_of(h), sizeof(fr));
+		assert_int_equal(fr[0].code, CODE(0));
+		/* frame 1's name is not ASCII: left to user space */
+		assert_int_equal(nnames, 1);
+		assert_int_equal(names_mem[0].k.pid, 4242);
+		assert_int_equal(names_mem[0].k.code, CODE(0));
+		assert_int_equal(names_mem[0].k.fingerprint, fr[0].fingerprint);
+		assert_int_equal(names_mem[0].v.name_len, 6);
+		assert_memory_equal(names_mem[0].v.name, "func_a", 6);
+		assert_int_equal(names_mem[0].v.file_len, 9);
+		assert_memory_equal(names_mem[0].v.file, "A_file.py", 9);
+		assert_int_equal(names_mem[0].v.flags, CODE_NAME_FILE | CODE_NAME_TABLE);
+		assert_int_equal(names_mem[0].v.table_len, 20);
+		assert_int_equal(names_mem[0].v.table[3], 21);
+		assert_int_equal(counter_mem[CNT_NAMED], 1);
+		/* seen again: one lookup, nothing copied */
+		assert_non_null(tick(&im, 0, 1));
+		assert_int_equal(nnames, 1);
+		assert_int_equal(counter_mem[CNT_NAMED], 1);
+		/* frame 1 with an ASCII name (same object, same fingerprint): its
+		 * long line table is copied in part and says so */
+		put_str(o, 3, "func_b", PY_STR_ASCII_VALUE);
+		assert_non_null(tick(&im, 0, 1));
+		assert_int_equal(nnames, 2);
+		assert_int_equal(names_mem[1].v.table_len, CODE_TABLE_MAX);
+		assert_int_equal(names_mem[1].v.flags,
+				 CODE_NAME_FILE | CODE_NAME_TABLE | CODE_NAME_CUT);
+		/* a name as long as the buffer is left to user space */
+		{
+			char longname[CODE_NAME_MAX + 1];
+
+			memset(longname, 'x', CODE_NAME_MAX);
+			longname[CODE_NAME_MAX] = '\0';
+			put_str(o, 5, longname, PY_STR_ASCII_VALUE);
+			point_code(o, 0, 5, 1, 2); /* a new fingerprint */
+			assert_non_null(tick(&im, 0, 1));
+			assert_int_equal(nnames, 2);
+			point_code(o, 0, 0, 1, 2);
+		}
+
+		/* on a miss, a whole kernel copy wins over the object: its line
+		 * table may already be freed (here: emptied) while the header
+		 * still matches */
+		c = code_cache_new(&im.r, o, 0);
+		assert_non_null(c);
+		code_cache_set_names(c, names_from_map, NULL, 4242);
+		put_table(o, 2, 0);
+		assert_int_equal(code_cache_lookup(c, CODE(0), fr[0].fingerprint)->linetable_len,
+				 20);
+		/* a partial copy (cut table) does not: frame 1 is read */
+		assert_int_equal(code_cache_lookup(c, CODE(1), fr[1].fingerprint)->linetable_len,
+				 CODE_TABLE_MAX + 44);
+		code_cache_get_stats(c, &st);
+		assert_int_equal(st.kernel_filled, 1);
+		code_cache_free(c);
+
+		/* both objects freed (here: zeroed) before user space reads them */
+		memset(code_b, 0, 2 * 0x400);
+		c = code_cache_new(&im.r, o, 0);
+		assert_non_null(c);
+		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_STALE);
+		assert_string_equal(sf.name, CODE_CACHE_UNKNOWN);
+		code_cache_set_names(c, names_from_map, NULL, 4242);
+		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_OK);
+		assert_string_equal(sf.name, "func_a");
+		assert_string_equal(sf.file, "A_file.py");
+		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
+		assert_string_equal(sf.name, "func_b");
+		assert_int_equal(sf.firstlineno, 10);
+		/* a byte the kernel copied that is not ASCII after all (a hostile
+		 * or torn str) is replaced, as pystr_read does: output is UTF-8 */
+		names_mem[1].v.name[1] = (char)0xff;
+		names_mem[1].v.name[2] = '\0';
+		code_cache_clear(c);
+		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
+		assert_string_equal(sf.name, "f" PYSTR_REPLACEMENT PYSTR_REPLACEMENT "c_b");
+		/* a fingerprint the kernel never saw, an unreadable address, another
+		 * process: still unknown, which readers count as errors */
+		fp = fr[0].fingerprint;
+		fr[0].fingerprint = fp ^ 2;
+		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_STALE);
+		assert_string_equal(sf.name, CODE_CACHE_UNKNOWN);
+		fr[0].fingerprint = fp;
+		fr[0].code = 0xdead0000ull;
+		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_UNREADABLE);
+		code_cache_set_names(c, names_from_map, NULL, 4243);
+		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_STALE);
+		code_cache_end_sample(c);
+		code_cache_get_stats(c, &st);
+		assert_int_equal(st.kernel_named, 3);
+		code_cache_free(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +738,7 @@ int main(void)
 	    cmocka_unit_test(test_thread_list_loop_bpf),
 	    cmocka_unit_test(test_thread_list_loop_user),
 	    cmocka_unit_test(test_user_and_bpf_agree),
+	    cmocka_unit_test(test_kernel_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

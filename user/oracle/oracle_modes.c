@@ -226,7 +226,8 @@ static void account(struct oracle_window *w, struct oracle_result *r, const stru
 	account_as(w, r, fr, n, tid, 0);
 }
 
-/* Symbolize a stack read by the walker into fr (names copied into arena). */
+/* Symbolize a stack read by the walker into fr (names copied into arena):
+ * the frame count, or -1 when a frame cannot be named. */
 static int symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
 		     char *arena)
 {
@@ -238,7 +239,9 @@ static int symbolize(struct code_cache *cache, const struct thread_stack *ts, st
 		const char *name;
 		size_t l;
 
-		code_cache_symbolize(cache, &ts->frames[i], &sf);
+		/* A frame that cannot be named makes the sample an error. */
+		if (code_cache_symbolize(cache, &ts->frames[i], &sf) != CODE_OK)
+			return -1;
 		name = sf.name ? sf.name : CODE_CACHE_UNKNOWN;
 		l = strlen(name) + 1;
 		if (used + l > ARENA)
@@ -447,8 +450,9 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		/* Names are read after the resume: the fingerprints say whether a
 		 * code object changed meanwhile. */
 		for (int i = 0; !rc && !bad && i < shown; i++)
-			s.nframes[i] = symbolize(cache, &s.stacks[i], s.frames[i],
-						 s.arena + (size_t)i * ARENA);
+			if ((s.nframes[i] = symbolize(cache, &s.stacks[i], s.frames[i],
+						      s.arena + (size_t)i * ARENA)) < 0)
+				bad = 1;
 		t1 = mono_s();
 		r->us_sum += (t1 - t0) * 1e6;
 		r->us_sampler_sum += (t1 - t0) * 1e6;
@@ -619,6 +623,10 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 		r->us_sampler_sum += us;
 		r->us_sum += us + h->cost_ns / 1e3;
 	}
+	if (n < 0) {
+		r->errors++;
+		return 0;
+	}
 	r->samples++;
 	if (n)
 		account(c->w, r, c->frames, n, (int)h->tid);
@@ -653,6 +661,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	}
 	if (bpf_sampler_open(&s, &so, d) || bpf_sampler_add(s, p->pid, &p->cfg, d))
 		goto out;
+	code_cache_set_names(cache, bpf_sampler_code_name, s, (uint32_t)p->pid);
 	start = mono_s();
 	deadline = start + win_duration(w);
 	c.start_ns = to_ns(start);
@@ -697,9 +706,10 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 			while (bpf_sampler_poll(s, 0, on_record, &c) > 0)
 				;
 			for (int i = 0; !c.failed && i < c.nrec; i++)
-				nfr[i] =
-				    symbolize(cache, &c.recs[i], fr + (size_t)i * BPFPY_MAX_DEPTH,
-					      arenas + (size_t)i * ARENA);
+				if ((nfr[i] = symbolize(cache, &c.recs[i],
+							fr + (size_t)i * BPFPY_MAX_DEPTH,
+							arenas + (size_t)i * ARENA)) < 0)
+					c.failed = 1;
 			t1 = mono_s();
 			r->us_sum += (t1 - t0) * 1e6;
 			r->us_sampler_sum += (t1 - t0) * 1e6;
@@ -730,6 +740,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	r->us_target_known = 1;
 	ret = 0;
 out:
+	code_cache_set_names(cache, NULL, NULL, 0);
 	bpf_sampler_close(s);
 	free(c.frames);
 	free(c.arena);

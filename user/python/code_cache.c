@@ -48,6 +48,10 @@ struct code_cache {
 	struct code_entry fail; /* what a stale or unreadable lookup returns */
 	char **retired;		/* RETIRED_MAX, oldest first */
 	size_t nretired;
+	code_names_fn names; /* the kernel's copies of freed objects' names */
+	void *names_ctx;
+	uint32_t names_pid;
+	struct slot kslot; /* the last entry made from such a copy */
 };
 
 static uint32_t bucket_of(const struct code_cache *c, uint64_t addr)
@@ -184,6 +188,7 @@ void code_cache_clear(struct code_cache *c)
 {
 	for (size_t i = 0; i < c->size; i++)
 		slot_release(c, &c->slots[i]);
+	slot_release(c, &c->kslot);
 	code_cache_end_sample(c);
 	c->size = 0;
 	c->st.size = 0;
@@ -273,9 +278,112 @@ static uint32_t take_slot(struct code_cache *c, uint64_t addr)
 	return i;
 }
 
+void code_cache_set_names(struct code_cache *c, code_names_fn fn, void *ctx, uint32_t pid)
+{
+	c->names = fn;
+	c->names_ctx = ctx;
+	c->names_pid = pid;
+}
+
+/* A name the kernel copied: bytes of a str that claimed to be ASCII, from
+ * a process we do not trust. The same rule as pystr_read: a byte past
+ * 0x7F (torn, or a lie) and NUL become U+FFFD, so what we print is UTF-8. */
+static char *copy_str(const char *s, size_t len)
+{
+	char *out = malloc(3 * len + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		p += pystr_utf8(ch < 0x80 ? ch : 0xFFFFFFFFu, p);
+	}
+	*p = '\0';
+	return out;
+}
+
+/* The kernel's copy of (addr, fp) into n: 0, or -1 when there is none. */
+static int kernel_copy(struct code_cache *c, uint64_t addr, uint32_t fp, struct code_name *n)
+{
+	if (!c->names || !fp)
+		return -1;
+	return c->names(c->names_ctx, c->names_pid, addr, fp, n) ? -1 : 0;
+}
+
+/* Fill s from the kernel's copy n of (addr, fp); -1 when out of memory. */
+static int fill_copy(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t fp,
+		     const struct code_name *n)
+{
+	slot_release(c, s);
+	memset(&s->e, 0, sizeof(s->e));
+	s->name = copy_str(n->name, n->name_len < CODE_NAME_MAX ? n->name_len : CODE_NAME_MAX - 1);
+	if (!s->name)
+		return -1;
+	if (n->flags & CODE_NAME_FILE)
+		s->file = copy_str(n->file,
+				   n->file_len < CODE_FILE_MAX ? n->file_len : CODE_FILE_MAX - 1);
+	if (n->flags & CODE_NAME_TABLE) {
+		s->e.linetable_len = n->table_len < CODE_TABLE_MAX ? n->table_len : CODE_TABLE_MAX;
+		s->table = malloc(s->e.linetable_len ? s->e.linetable_len : 1);
+		if (s->table)
+			memcpy(s->table, n->table, s->e.linetable_len);
+		else
+			s->e.linetable_len = 0;
+		s->e.table_truncated = !!(n->flags & CODE_NAME_CUT);
+	}
+	s->e.addr = addr;
+	s->e.fingerprint = fp;
+	s->e.version_hex = c->o.version_hex;
+	s->e.status = CODE_OK;
+	s->e.firstlineno = n->firstlineno;
+	s->e.name = s->name;
+	s->e.file = s->file ? s->file : CODE_CACHE_UNKNOWN;
+	s->e.linetable = s->table;
+	return 0;
+}
+
+/* The entry for a freed (or replaced) object from the kernel's copy of its
+ * names, or NULL when there is none. */
+static const struct code_entry *kernel_entry(struct code_cache *c, uint64_t addr, uint32_t fp)
+{
+	struct code_name n;
+
+	if (kernel_copy(c, addr, fp, &n) || fill_copy(c, &c->kslot, addr, fp, &n))
+		return NULL;
+	c->st.kernel_named++;
+	return &c->kslot.e;
+}
+
+/*
+ * Fill slot s for the object the sample saw, now at addr with fingerprint
+ * fp: from the kernel's copy when it is whole (file and all of the line
+ * table), else by reading the object. The copy wins because it was taken
+ * while the sampled thread ran that code, so the object and its line
+ * table were alive; now the header can still match (freed, not yet reused)
+ * while the table it points to is already gone, which gave wrong lines.
+ */
+static void fill_sampled(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t fp,
+			 const uint8_t *cbuf)
+{
+	struct code_name n;
+
+	if (!kernel_copy(c, addr, fp, &n) && (n.flags & CODE_NAME_FILE) &&
+	    (n.flags & CODE_NAME_TABLE) && !(n.flags & CODE_NAME_CUT) &&
+	    !fill_copy(c, s, addr, fp, &n)) {
+		c->st.kernel_filled++;
+		return;
+	}
+	fill(c, s, addr, fp, cbuf);
+}
+
 static const struct code_entry *fail_entry(struct code_cache *c, uint64_t addr, uint32_t fp,
 					   enum code_status why)
 {
+	const struct code_entry *k = kernel_entry(c, addr, fp);
+
+	if (k)
+		return k;
 	c->fail.addr = addr;
 	c->fail.fingerprint = fp;
 	c->fail.version_hex = c->o.version_hex;
@@ -314,7 +422,10 @@ const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
 			c->st.misses++;
 			i = take_slot(c, addr);
 		}
-		fill(c, &c->slots[i], addr, actual, cbuf);
+		if (fingerprint == actual)
+			fill_sampled(c, &c->slots[i], addr, actual, cbuf);
+		else
+			fill(c, &c->slots[i], addr, actual, cbuf);
 	}
 	if (fingerprint && fingerprint != actual) {
 		/* The sampled object is gone; what we just read is another

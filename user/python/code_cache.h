@@ -54,9 +54,15 @@ struct code_cache_stats {
 	uint64_t misses;      /* address not cached: filled */
 	uint64_t refreshes;   /* address cached under another fingerprint: re-read */
 	uint64_t revalidated; /* fingerprint 0: header read, cached entry confirmed */
-	uint64_t stale;	      /* the object changed since the sample: frame unknown */
-	uint64_t unreadable;  /* header read failed: frame unknown */
+	uint64_t stale;	      /* the object changed since the sample */
+	uint64_t unreadable;  /* header read failed */
 	uint64_t evictions;
+	/* Of stale + unreadable, the frames the kernel had named on first
+	 * sight (code_cache_set_names); the others are unknown. */
+	uint64_t kernel_named;
+	/* Misses filled from the kernel's copy rather than by reading the
+	 * object (whole copies only, see code_cache.c fill_sampled). */
+	uint64_t kernel_filled;
 	/* Frames symbolized with line unknown (-1) because their code
 	 * object's line table is longer than PYBYTES_DEFAULT_CAP and the
 	 * instruction lies past the part read. */
@@ -112,6 +118,20 @@ int code_cache_line(const struct code_entry *e, int instr);
  * entry's enum code_status; the frame is filled in every case.
  */
 int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out);
+
+/*
+ * Where names of freed code objects come from: fn fills out with what the
+ * kernel copied on the first sample that showed (pid, addr, fingerprint)
+ * (the BPF map code_names, bpf_sampler_code_name) and returns 0, or -1
+ * when it has nothing. Consulted when the object cannot be read or is no
+ * longer the sampled one (the entry's name then comes from the copy, its
+ * file may be CODE_CACHE_UNKNOWN, its lines those the copied prefix of the
+ * line table covers), and on a miss, where a whole copy is used instead of
+ * reading the object. fn NULL: no copies (the default).
+ */
+typedef int (*code_names_fn)(void *ctx, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			     struct code_name *out);
+void code_cache_set_names(struct code_cache *c, code_names_fn fn, void *ctx, uint32_t pid);
 
 void code_cache_get_stats(const struct code_cache *c, struct code_cache_stats *out);
 

@@ -69,6 +69,8 @@ static void read_sizes(struct py_offsets *o, uint32_t frame_size)
 	const uint16_t cf[] = {o->code_argcount, o->code_flags,	 o->code_firstlineno,
 			       o->code_filename, (uint16_t)name, o->code_linetable};
 
+	o->str_ascii_mask = PY_STR_ASCII_MASK;
+	o->str_ascii_value = PY_STR_ASCII_VALUE;
 	if (o->frame_code + 8u > f)
 		f = o->frame_code + 8u;
 	if (o->frame_model == FRAME_MODEL_OBJECT) {

@@ -79,6 +79,20 @@ static inline int py_has_debug_offsets(uint32_t hex)
 	return py_at_least(hex, 13);
 }
 
+/*
+ * PyASCIIObject.state, identical in every GIL build from 3.8 to 3.15
+ * (checked in Include/cpython/unicodeobject.h of each): interned:2, kind:3,
+ * compact:1, ascii:1, then ready (<= 3.11) or statically_allocated (3.12+).
+ * Free-threaded 3.13+ builds make interned a whole byte and shift the rest;
+ * those builds are refused before we get here. pystr.c reads strings with
+ * these; the kernel gets the compact-ASCII test as str_ascii_mask/value.
+ */
+#define PY_STR_STATE_KIND(s)	(((s) >> 2) & 7)
+#define PY_STR_STATE_COMPACT(s) (((s) >> 5) & 1)
+#define PY_STR_STATE_ASCII(s)	(((s) >> 6) & 1)
+#define PY_STR_ASCII_MASK	(7u << 2 | 1u << 5 | 1u << 6)
+#define PY_STR_ASCII_VALUE	(1u << 2 | 1u << 5 | 1u << 6) /* kind 1, compact, ascii */
+
 /* Line-table formats (linetable.h decodes them). */
 enum py_linetable_format {
 	PY_LINETABLE_LNOTAB, /* <= 3.9: co_lnotab */

@@ -8,16 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * PyASCIIObject.state, identical in every GIL build from 3.8 to 3.15
- * (checked in Include/cpython/unicodeobject.h of each): interned:2, kind:3,
- * compact:1, ascii:1, then ready (<= 3.11) or statically_allocated (3.12+).
- * Free-threaded 3.13+ builds make interned a whole byte and shift the rest;
- * those builds are refused before we get here.
- */
-#define STATE_KIND(s)	 (((s) >> 2) & 7)
-#define STATE_COMPACT(s) (((s) >> 5) & 1)
-#define STATE_ASCII(s)	 (((s) >> 6) & 1)
+#include "py_offsets.h"
+
+/* PyASCIIObject.state: see py_offsets.h. */
+#define STATE_KIND(s)	 PY_STR_STATE_KIND(s)
+#define STATE_COMPACT(s) PY_STR_STATE_COMPACT(s)
+#define STATE_ASCII(s)	 PY_STR_STATE_ASCII(s)
 
 /* Code points read per process_vm_readv: a bounded stack buffer, and few
  * reads for the names we meet (almost all are shorter). */

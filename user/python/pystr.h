@@ -58,7 +58,8 @@ int pybytes_read(struct mem_reader *r, const struct py_offsets *o, uint64_t addr
 		 size_t *len, size_t cap);
 
 /* Encode one code point as UTF-8 into buf (4 bytes at least); invalid ones
- * become U+FFFD. Returns the byte count. Exposed for the tests. */
+ * become U+FFFD. Returns the byte count. Also encodes the names the kernel
+ * copied (code_cache.c). */
 size_t pystr_utf8(uint32_t cp, char *buf);
 
 #endif /* PYSTR_H */

@@ -18,6 +18,7 @@ static const char *const walk_errors[WALK_ERR__COUNT] = {
     [WALK_ERR_CYCLE] = "frame cycle",
     [WALK_ERR_THREAD_CYCLE] = "thread list loops",
     [WALK_ERR_NO_ENTRY] = "chain does not end at an entry frame",
+    [WALK_ERR_UNNAMED] = "code object freed before it was named",
 };
 
 const char *walk_error_name(int err)

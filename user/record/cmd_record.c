@@ -71,11 +71,13 @@ static const char doc[] =
     "SUMMARY (stderr, at the end): samples per process (past 40 processes, the 40 with "
     "the most samples, then one line for the rest); ticks (clock ticks in a target "
     "thread), kept (after Poisson thinning), emitted (records that reached user space), lost "
-    "(ring buffer full), errors by cause (a failed walk is counted, never drawn), truncated "
+    "(ring buffer full), errors by cause (a failed walk, or a frame whose code was freed "
+    "before it could be named, is counted, never drawn), truncated "
     "(deeper than --max-depth, leaf part kept); effective rate = emitted samples / elapsed "
     "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
-    "process (a process's cache is bounded and freed when it exits).\n\n"
+    "process (a process's cache is bounded and freed when it exits), and how many the "
+    "kernel named on first sight (so that code freed before we read it keeps its name).\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy record -p 1234 -d 10 -o profile.svg\n"
     "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
@@ -225,6 +227,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
+	int unnamed = 0;
 
 	/* Consecutive records mostly come from one process: skip the scan of
 	 * every target (dead ones included, with -a) on the per-sample path. */
@@ -246,7 +249,16 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		return 0;
 	}
 	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
-		code_cache_symbolize(t->cache, &frames[i], &c->frames[i]);
+		unnamed |= code_cache_symbolize(t->cache, &frames[i], &c->frames[i]) != CODE_OK;
+	if (unnamed) {
+		/* A frame we cannot name (its code was freed before we, or the
+		 * kernel, read it) makes no stack: an error of the sample. */
+		code_cache_end_sample(t->cache);
+		c->errors++;
+		t->errors++;
+		c->err_by_cause[WALK_ERR_UNNAMED]++;
+		return 0;
+	}
 	s.nframes = h->nframes;
 	t->samples++;
 	c->samples++;
@@ -361,8 +373,9 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 			(unsigned long long)c->dropped_idle);
 	now = targets_cache_usage(c->ts, &live, &peak);
 	fprintf(stderr,
-		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d)\n",
-		now, live, peak, CODE_CACHE_DEFAULT_CAP);
+		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
+		"%llu named by the kernel\n",
+		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED]);
 	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
 	if (cnt[CNT_KEPT])
 		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",

@@ -26,7 +26,7 @@ struct bpf_sampler {
 	struct wallclock_bpf *wskel; /* --clock wall */
 	struct bpf_link *iter_link;
 	struct bpf_link *exec_link; /* bpf/exec_watch.bpf.h */
-	int configs_fd, counters_fd, execed_fd;
+	int configs_fd, counters_fd, execed_fd, names_fd;
 	pid_t only_pid; /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
 	int ncpus;
@@ -119,11 +119,13 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->configs_fd = bpf_map__fd(s->wskel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->wskel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->wskel->maps.execed);
+		s->names_fd = bpf_map__fd(s->wskel->maps.code_names);
 		events_fd = bpf_map__fd(s->wskel->maps.events);
 	} else {
 		s->configs_fd = bpf_map__fd(s->skel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
+		s->names_fd = bpf_map__fd(s->skel->maps.code_names);
 		events_fd = bpf_map__fd(s->skel->maps.events);
 	}
 	s->rb = ring_buffer__new(events_fd, on_record, s, NULL);
@@ -248,6 +250,15 @@ int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, vo
 int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT])
 {
 	return bpf_loader_percpu_sum(s->counters_fd, CNT__COUNT, out);
+}
+
+int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			  struct code_name *out)
+{
+	struct bpf_sampler *s = sampler;
+	struct code_name_key k = {.pid = pid, .fingerprint = fingerprint, .code = addr};
+
+	return bpf_map_lookup_elem(s->names_fd, &k, out) ? -1 : 0;
 }
 
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s)

@@ -51,6 +51,11 @@ void bpf_sampler_stop(struct bpf_sampler *s);
 int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx);
 /* Counters summed over CPUs, indexed by enum counter. */
 int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT]);
+/* The kernel's copy of the names of code object addr as first sampled in
+ * pid under fingerprint (bpfpy.h, code_names): 0 and *out filled, or -1.
+ * Shaped as a code_names_fn (code_cache.h), with the sampler as ctx. */
+int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			  struct code_name *out);
 /* The clock's actual base period and the keep probability. */
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s);
 double bpf_sampler_keep_prob(const struct bpf_sampler *s);

@@ -1,0 +1,80 @@
+#!/bin/bash
+# Issue 12 item 2: names of short-lived code. A target that compiles,
+# execs, calls and deletes func_a and func_b in a tight loop
+# (py/short_lived.py) frees most code objects soon after a sample shows
+# them. Before, 0.1-0.7% of record's stacks at 10 kHz had an "<unknown>"
+# frame: the object was gone when user space read its name. Now the kernel
+# copies the names on first sight (bpf/py_sample.bpf.h, map code_names) and
+# a frame that still cannot be named makes its sample an error. On every
+# interpreter: `record -F 10k -d 2` shows no <unknown> frame and both
+# functions; on 3.12 and 3.15 the oracle's bpf mode on code_object_reuse
+# (at 10 kHz, beside the ptrace reference) has no <unknown> key either.
+. "$(dirname "$0")/lib.sh"
+use_bpfpy
+
+one() {
+	local ver=$1 label=$2 out=$TMP/$2.folded err=$TMP/$2.err rc unk a b
+	start_py "$label" "$PYDIR/short_lived.py" || {
+		bad "$label: target did not start"
+		return
+	}
+	timeout 60 "$BPFPY" record -p "$PY_PID" -F 10000 -d 2 -f collapsed -o "$out" 2>"$err"
+	rc=$?
+	kill -9 "$PY_PID" 2>/dev/null
+	wait "$PY_PID" 2>/dev/null
+	if [ "$rc" != 0 ] || [ ! -s "$out" ]; then
+		bad "$label: record failed (rc $rc): $(tail -3 "$err")"
+		return
+	fi
+	# collapsed lines: "frame;frame;... COUNT"
+	unk=$(awk '/<unknown>/ { s += $NF } END { print s + 0 }' "$out")
+	a=$(awk '/func_a \(A_file\.py/ { s += $NF } END { print s + 0 }' "$out")
+	b=$(awk '/func_b \(B_file\.py/ { s += $NF } END { print s + 0 }' "$out")
+	local summary
+	summary=$(grep -o '[0-9]* samples, [0-9]* errors' "$err" | head -1)
+	if [ "$unk" = 0 ]; then
+		ok "$ver ($label): no <unknown> frame ($summary)"
+	else
+		bad "$ver ($label): $unk samples with an <unknown> frame ($summary)"
+	fi
+	if ((a > 0 && b > 0)); then
+		ok "$ver ($label): func_a@A_file.py $a, func_b@B_file.py $b samples"
+	else
+		bad "$ver ($label): func_a $a, func_b $b samples: $(head -c 600 "$out")"
+	fi
+}
+JOBS=2 each_target one
+
+# The oracle, as the issue measured it: bpf beside the ptrace reference.
+for label in pyenv-3.12 sid-3.15; do
+	targets | awk -F'\t' -v l="$label" '$2 == l { f = 1 } END { exit !f }' || {
+		bad "no $label target"
+		continue
+	}
+	json=$TMP/oracle-$label.json
+	if ! timeout 150 "$BPFPY" oracle --python "$label" --snippet code_object_reuse \
+		--mode ptrace --mode bpf --rate 10 --json "$json" >"$TMP/oracle-$label.out" 2>&1; then
+		bad "$label: oracle failed: $(tail -5 "$TMP/oracle-$label.out")"
+		continue
+	fi
+	if why=$("$CHECKPY" - "$json" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+modes = {m["mode"]: m for m in d["cases"][0]["modes"]}
+runs = modes["bpf"]["runs"]
+samples = sum(r["samples"] for r in runs)
+# a stack with an <unknown> frame breaks the rules: it is listed under
+# impossible_stacks, not in the distribution; look at both
+unk = sum(v for r in runs for part in ("distribution", "impossible_stacks")
+          for k, v in r[part].items() if "<unknown>" in k)
+errors = sum(r["errors"] for r in runs)
+print("bpf: %d samples, %d errors, %d with an <unknown> frame" % (samples, errors, unk))
+sys.exit(1 if unk or not samples else 0)
+PY
+	); then
+		ok "$label: oracle code_object_reuse at 10 kHz: $why"
+	else
+		bad "$label: oracle code_object_reuse at 10 kHz: $why"
+	fi
+done
+finish
