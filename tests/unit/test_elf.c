@@ -477,5 +477,5 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hostile);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_note_overflow);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversized_sections);
-	return _cmocka_run_group_tests("elf_symbols", tests, n, NULL, NULL);
+	return _cmocka_run_group_tests("elf_file", tests, n, NULL, NULL);
 }
