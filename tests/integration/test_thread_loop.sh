@@ -64,4 +64,7 @@ while IFS=$'\t' read -r ver label root py; do
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 done < <(targets)
+rows_file thread_loop
+printf '%s\t%s\t%s\n' hostile "a target whose tstate->next points to itself (ctypes), every interpreter: blocking and non-blocking dump, record" \
+	"$([ "$fails" -eq 0 ] && echo "dump exits 1 'thread list loops at 0x…' at once, printing no repeated thread; record still samples the other thread" || echo "FAILED ($fails checks)")" >>"$ROWS"
 finish
