@@ -44,8 +44,12 @@ text_ok() {
 # writes (its own readiness signal), sets HPID.
 start_target() {
 	local label=$1 root=$2 dir rel
-	dir=$(mktemp -d "$root/tmp/bpfpy-outputs.XXXXXX")
-	[ "$root" = / ] && dir=$(mktemp -d "$TMP/ready.XXXXXX")
+	# A chroot target writes inside its root; a host one in our own $TMP.
+	if [ "$root" = / ]; then
+		dir=$(mktemp -d "$TMP/ready.XXXXXX")
+	else
+		dir=$(mktemp -d "$root/tmp/bpfpy-outputs.XXXXXX")
+	fi
 	rel=${dir#"${root%/}"}
 	CLEAN_DIRS+=("$dir")
 	"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/hostile_names.py" "$rel/ready" \

@@ -10,25 +10,26 @@
 use_bpfpy
 PYDIR=$ROOT_DIR/tests/integration/py
 
-# ready_path LABEL NAME: the ready file as the target names it, and as we do.
+# ready_path LABEL NAME: sets rin (the ready file as the target names it)
+# and rout (as we do). Run in this shell, not a subshell, so that CLEAN
+# keeps the chroot directory for the exit trap.
 ready_path() {
-	local root
+	local root d
 	root=$(targets | awk -F'\t' -v l="$1" '$2 == l { print $3; exit }')
 	if [ "$root" = / ]; then
-		echo "$TMP/$2 $TMP/$2"
+		rin=$TMP/$2 rout=$TMP/$2
 	else
-		local d
 		d=$(mktemp -d "$root/tmp/bpfpy-loop.XXXXXX")
 		chmod 755 "$d"
-		echo "${d#"$root"}/$2 $d/$2"
 		CLEAN+=("$d")
+		rin=${d#"$root"}/$2 rout=$d/$2
 	fi
 }
 CLEAN=()
 trap 'cleanup; for d in "${CLEAN[@]}"; do rm -rf "$d"; done' EXIT
 
 while IFS=$'\t' read -r ver label root py; do
-	read -r rin rout < <(ready_path "$label" "ready-$label")
+	ready_path "$label" "ready-$label"
 	"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/thread_loop.py" "$rin" >"$TMP/$label.out" 2>&1 &
 	pid=$!
 	PIDS+=("$pid")
