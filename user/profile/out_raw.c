@@ -123,3 +123,98 @@ int raw_write_profile(FILE *f, const struct profile *p, struct diag *d)
 		return diag_errno(d, errno ? errno : EIO, "writing raw samples");
 	return 0;
 }
+
+/* A frame's text as raw_write_sample() writes it, for the stream cache. */
+static char *frame_text(const struct profile *p, uint32_t frame, uint32_t *len)
+{
+	const struct prof_frame *fr = &p->frames[frame];
+	const struct prof_func *fn = &p->funcs[fr->func];
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&buf, &size);
+
+	if (!m)
+		return NULL;
+	put_clean(m, profile_str(p, fn->name));
+	fputs(" (", m);
+	put_clean(m, profile_str(p, fn->file));
+	fprintf(m, ":%d)", fr->line);
+	if (fclose(m)) {
+		free(buf);
+		return NULL;
+	}
+	*len = (uint32_t)size;
+	return buf;
+}
+
+int raw_stream_sample(struct raw_stream *rs, const struct profile *p, uint32_t stack,
+		      const struct sym_sample *s)
+{
+	const struct prof_stack *st = &p->stacks[stack];
+	uint32_t nf = st->nframes;
+
+	if ((s->flags & SAMPLE_TRUNCATED) && nf) /* the marker is not sampled */
+		nf--;
+	if (rs->cap < p->nframes) {
+		uint32_t ncap = rs->cap ? rs->cap : 256;
+		char **nt;
+		uint32_t *nl;
+
+		while (ncap < p->nframes)
+			ncap *= 2;
+		nt = realloc(rs->text, ncap * sizeof(*nt));
+		if (nt)
+			rs->text = nt;
+		nl = nt ? realloc(rs->len, ncap * sizeof(*nl)) : NULL;
+		if (!nl)
+			return -1;
+		rs->len = nl;
+		memset(rs->text + rs->cap, 0, (ncap - rs->cap) * sizeof(*nt));
+		rs->cap = ncap;
+	}
+	/* The frames go out in one write: the line is built in rs->line. */
+	put_head(rs->f, s->ts_ns, s->pid, s->tid, s->cpu, s->flags);
+	if (!nf)
+		putc('-', rs->f);
+	for (uint32_t j = 0, used = 0; j < nf; j++) {
+		uint32_t id = st->frames[j], need;
+
+		if (!rs->text[id] && !(rs->text[id] = frame_text(p, id, &rs->len[id])))
+			return -1;
+		need = used + rs->len[id] + 2;
+		if (need > rs->line_cap) {
+			size_t ncap = rs->line_cap ? rs->line_cap * 2 : 16384;
+			char *nl;
+
+			while (ncap < need)
+				ncap *= 2;
+			nl = realloc(rs->line, ncap);
+			if (!nl)
+				return -1;
+			rs->line = nl;
+			rs->line_cap = ncap;
+		}
+		if (j)
+			rs->line[used++] = ';';
+		memcpy(rs->line + used, rs->text[id], rs->len[id]);
+		used += rs->len[id];
+		if (j + 1 == nf)
+			fwrite(rs->line, 1, used, rs->f);
+	}
+	putc('\n', rs->f);
+	return ferror(rs->f) ? -1 : 0;
+}
+
+void raw_stream_free(struct raw_stream *rs)
+{
+	for (uint32_t i = 0; i < rs->cap; i++)
+		free(rs->text[i]);
+	free(rs->text);
+	free(rs->len);
+	free(rs->line);
+	rs->line = NULL;
+	rs->line_cap = 0;
+	rs->text = NULL;
+	rs->len = NULL;
+	rs->cap = 0;
+}

@@ -336,46 +336,16 @@ void profile_set_max_ordered(struct profile *p, uint64_t n)
 	p->max_ordered = n;
 }
 
-int profile_add(struct profile *p, const struct sym_sample *s)
+/*
+ * Count one sample of stack sid (already interned under the sample's
+ * thread): totals, times, and its place in the thread's time order.
+ */
+static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t sid)
 {
-	uint32_t stack_buf[64], *ids = stack_buf;
-	uint32_t n = s->nframes, th, sid;
-	int trunc = (s->flags & SAMPLE_TRUNCATED) && n;
-	struct prof_stack *st;
-	struct prof_thread *t;
-	int rc = -1;
-
-	if (!n) {
-		p->nempty++;
-		return 0;
-	}
-	if (n + trunc > 64) {
-		ids = malloc((n + trunc) * sizeof(*ids));
-		if (!ids)
-			goto out;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		ids[i] = intern_frame(p, &s->frames[i]);
-		if (ids[i] == UINT32_MAX)
-			goto out;
-	}
-	if (trunc) {
-		struct sym_frame tf = {PROFILE_TRUNCATED_NAME, "", 0, 0};
-
-		ids[n] = intern_frame(p, &tf);
-		if (ids[n] == UINT32_MAX)
-			goto out;
-		p->ntruncated++;
-	}
-	th = intern_thread(p, s->pid, s->tid);
-	if (th == UINT32_MAX)
-		goto out;
-	sid = intern_stack(p, th, ids, n + trunc);
-	if (sid == UINT32_MAX)
-		goto out;
+	struct prof_stack *st = &p->stacks[sid];
+	struct prof_thread *t = &p->threads[st->thread];
 
 	p->last_stack = sid;
-	st = &p->stacks[sid];
 	if (!st->count || s->ts_ns < st->first_ns)
 		st->first_ns = s->ts_ns;
 	if (s->ts_ns > st->last_ns)
@@ -384,7 +354,6 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	st->nidle += !!(s->flags & SAMPLE_IDLE);
 	st->ngil += !!(s->flags & SAMPLE_GIL_HELD);
 
-	t = &p->threads[th];
 	if (!t->count || s->ts_ns < t->first_ns)
 		t->first_ns = s->ts_ns;
 	if (s->ts_ns > t->last_ns)
@@ -419,15 +388,419 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 			p->nordered++;
 		}
 	}
-	rc = 0;
+}
+
+/* The stack of frame ids (leaf first, room for n + 1: a truncated stack
+ * gets its marker at the root) under s's thread; UINT32_MAX on ENOMEM. */
+static uint32_t stack_of(struct profile *p, const struct sym_sample *s, uint32_t *ids, uint32_t n)
+{
+	uint32_t th;
+
+	if ((s->flags & SAMPLE_TRUNCATED) && n) {
+		struct sym_frame tf = {PROFILE_TRUNCATED_NAME, "", 0, 0};
+
+		ids[n] = intern_frame(p, &tf);
+		if (ids[n] == UINT32_MAX)
+			return UINT32_MAX;
+		n++;
+	}
+	th = intern_thread(p, s->pid, s->tid);
+	if (th == UINT32_MAX)
+		return UINT32_MAX;
+	return intern_stack(p, th, ids, n);
+}
+
+static int oom(struct profile *p)
+{
+	p->oom = 1;
+	errno = ENOMEM;
+	return -1;
+}
+
+int profile_add(struct profile *p, const struct sym_sample *s)
+{
+	uint32_t stack_buf[64], *ids = stack_buf;
+	uint32_t n = s->nframes, sid = UINT32_MAX;
+
+	if (!n) {
+		p->nempty++;
+		return 0;
+	}
+	if (n + 1 > 64) {
+		ids = malloc((n + 1) * sizeof(*ids));
+		if (!ids)
+			return oom(p);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		ids[i] = intern_frame(p, &s->frames[i]);
+		if (ids[i] == UINT32_MAX)
+			goto out;
+	}
+	sid = stack_of(p, s, ids, n);
+	if (sid != UINT32_MAX) {
+		p->ntruncated += !!(s->flags & SAMPLE_TRUNCATED);
+		count_sample(p, s, sid);
+	}
 out:
 	if (ids != stack_buf)
 		free(ids);
-	if (rc) {
-		p->oom = 1;
-		errno = ENOMEM;
+	return sid == UINT32_MAX ? oom(p) : 0;
+}
+
+/*
+ * profile_add_raw()'s memo: two open-addressed tables, both kept at most
+ * half full and both found by a 64-bit hash of the raw key.
+ *
+ * Frames: (pid, epoch, code, instr, fingerprint) -> frame id. A record not
+ * yet named in the current sample is entered as pending (gen = the
+ * sample's, idx = its place in the sample), so that a stack that repeats
+ * one record 300 times (recursion) names it once; a pending entry left by
+ * a sample that failed is just a miss for the next one.
+ *
+ * Stacks: (pid, tid, epoch, truncated, the raw records) -> stack id, the
+ * records themselves kept in one pool of struct frame_rec so that a hit is
+ * one hash over the records and one memcmp.
+ */
+struct raw_fslot {
+	uint64_t code, epoch;
+	uint32_t pid, fingerprint;
+	int32_t instr;
+	uint32_t id1; /* frame id + 1; 0: empty or pending */
+	uint32_t gen; /* pending in sample gen; 0 with id1 0: empty */
+	uint32_t idx;
+};
+
+struct raw_sslot {
+	uint64_t hash, epoch;
+	uint32_t pid, tid;
+	uint32_t off; /* first record in the pool */
+	uint16_t n;
+	uint8_t trunc, used;
+	uint32_t sid;
+	uint32_t pad;
+};
+
+struct prof_raw {
+	struct raw_fslot *f;
+	uint32_t fcap, fn;
+	struct raw_sslot *s;
+	uint32_t scap, sn;
+	struct frame_rec *pool;
+	uint32_t pool_cap, pool_n;
+	uint32_t gen;
+	struct profile_raw_stats st;
+	/* Per sample scratch, allocated once: no allocation per sample. */
+	uint32_t ids[BPFPY_MAX_DEPTH + 1];
+	uint32_t pend[BPFPY_MAX_DEPTH]; /* where a record's frame id comes from */
+	struct sym_frame sf[BPFPY_MAX_DEPTH];
+};
+
+/* Most slots and pooled records the memo holds: within
+ * PROFILE_RAW_MEMO_BYTES with every table at its largest. */
+#define RAW_FSLOTS_MAX (1u << 15)
+#define RAW_SSLOTS_MAX (1u << 14)
+#define RAW_POOL_MAX                                                                               \
+	((PROFILE_RAW_MEMO_BYTES - RAW_FSLOTS_MAX * sizeof(struct raw_fslot) -                     \
+	  RAW_SSLOTS_MAX * sizeof(struct raw_sslot) - sizeof(struct prof_raw)) /                   \
+	 sizeof(struct frame_rec))
+
+#define MIX_K1 0x9e3779b97f4a7c15ull
+#define MIX_K2 0xc2b2ae3d27d4eb4full
+
+static inline uint64_t mix(uint64_t h, uint64_t v, uint64_t k)
+{
+	h = (h ^ v) * k;
+	return h ^ (h >> 31);
+}
+
+static uint64_t frame_hash(uint32_t pid, uint64_t epoch, const struct frame_rec *f)
+{
+	uint64_t h = mix(MIX_K1, epoch ^ pid, MIX_K2);
+
+	h = mix(h, f->code, MIX_K1);
+	return mix(h, (uint64_t)f->fingerprint << 32 | (uint32_t)f->instr, MIX_K2);
+}
+
+/* Two lanes, so that the multiplies of one record overlap those of the
+ * next: a 300-record stack hashes in well under a microsecond. */
+static uint64_t stack_hash(const struct sample_hdr *h, uint64_t epoch, int trunc,
+			   const struct frame_rec *f, uint32_t n)
+{
+	uint64_t a = mix(MIX_K1, epoch, MIX_K2);
+	uint64_t b = mix(MIX_K2, (uint64_t)h->pid << 32 | h->tid, MIX_K1);
+
+	b = mix(b, (uint64_t)n << 1 | (uint64_t)trunc, MIX_K1);
+	for (uint32_t i = 0; i < n; i++) {
+		a = mix(a, f[i].code, MIX_K1);
+		b = mix(b, (uint64_t)f[i].fingerprint << 32 | (uint32_t)f[i].instr, MIX_K2);
 	}
-	return rc;
+	return mix(a, b, MIX_K1);
+}
+
+static void raw_reset(struct prof_raw *r)
+{
+	if (r->f)
+		memset(r->f, 0, r->fcap * sizeof(*r->f));
+	if (r->s)
+		memset(r->s, 0, r->scap * sizeof(*r->s));
+	r->fn = r->sn = r->pool_n = 0;
+	r->st.resets++;
+}
+
+/* Grow the frame table to hold need entries at most half full (rehashing
+ * what it holds; pending entries die with the old table). -1: at the bound
+ * or ENOMEM. */
+static int fgrow(struct prof_raw *r, uint32_t need)
+{
+	uint32_t ncap = r->fcap ? r->fcap * 2 : 4096, moved = 0;
+	struct raw_fslot *n;
+
+	while (ncap < need * 2)
+		ncap *= 2;
+	if (ncap > RAW_FSLOTS_MAX)
+		return -1;
+	n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -1;
+	for (uint32_t i = 0; i < r->fcap; i++) {
+		struct raw_fslot *o = &r->f[i];
+		struct frame_rec k = {o->code, o->instr, o->fingerprint};
+		uint32_t j;
+
+		if (!o->id1)
+			continue;
+		for (j = (uint32_t)frame_hash(o->pid, o->epoch, &k) & (ncap - 1);
+		     n[j].id1 || n[j].gen; j = (j + 1) & (ncap - 1))
+			;
+		n[j] = *o;
+		moved++;
+	}
+	free(r->f);
+	r->f = n;
+	r->fcap = ncap;
+	r->fn = moved;
+	return 0;
+}
+
+static int sgrow(struct prof_raw *r)
+{
+	uint32_t ncap = r->scap ? r->scap * 2 : 1024;
+	struct raw_sslot *n;
+
+	if (ncap > RAW_SSLOTS_MAX)
+		return -1;
+	n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -1;
+	for (uint32_t i = 0; i < r->scap; i++) {
+		uint32_t j;
+
+		if (!r->s[i].used)
+			continue;
+		for (j = (uint32_t)r->s[i].hash & (ncap - 1); n[j].used; j = (j + 1) & (ncap - 1))
+			;
+		n[j] = r->s[i];
+	}
+	free(r->s);
+	r->s = n;
+	r->scap = ncap;
+	return 0;
+}
+
+static int pool_grow(struct prof_raw *r, uint32_t need)
+{
+	uint32_t ncap = r->pool_cap ? r->pool_cap * 2 : 4096;
+	struct frame_rec *np;
+
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > RAW_POOL_MAX)
+		ncap = RAW_POOL_MAX;
+	if (ncap < need)
+		return -1;
+	np = realloc(r->pool, (size_t)ncap * sizeof(*np));
+	if (!np)
+		return -1;
+	r->pool = np;
+	r->pool_cap = ncap;
+	return 0;
+}
+
+/* The slot of frame record f: its entry, or the empty slot where it goes. */
+static struct raw_fslot *ffind(struct prof_raw *r, uint32_t pid, uint64_t epoch,
+			       const struct frame_rec *f)
+{
+	uint32_t mask = r->fcap - 1, i = (uint32_t)frame_hash(pid, epoch, f) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct raw_fslot *s = &r->f[i];
+
+		if (!s->id1 && !s->gen)
+			return s;
+		if (s->code == f->code && s->instr == f->instr &&
+		    s->fingerprint == f->fingerprint && s->pid == pid && s->epoch == epoch)
+			return s;
+	}
+}
+
+static struct raw_sslot *sfind(struct prof_raw *r, uint64_t hash, const struct sample_hdr *h,
+			       uint64_t epoch, int trunc, const struct frame_rec *f, uint32_t n)
+{
+	uint32_t mask = r->scap - 1, i = (uint32_t)hash & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct raw_sslot *s = &r->s[i];
+
+		if (!s->used)
+			return s;
+		if (s->hash == hash && s->n == n && s->pid == h->pid && s->tid == h->tid &&
+		    s->epoch == epoch && s->trunc == trunc &&
+		    !memcmp(&r->pool[s->off], f, n * sizeof(*f)))
+			return s;
+	}
+}
+
+/* Room for a whole sample of n records (each a new frame entry at worst),
+ * one more stack entry and its n pooled records; when a part is at its
+ * bound the memo starts afresh. -1: ENOMEM. */
+static int raw_room(struct prof_raw *r, uint32_t n)
+{
+	int fok = (r->fn + n) * 2 <= r->fcap || !fgrow(r, r->fn + n);
+	int sok = (r->sn + 1) * 2 <= r->scap || !sgrow(r);
+	int pok = r->pool_n + n <= r->pool_cap || !pool_grow(r, r->pool_n + n);
+
+	if (fok && sok && pok)
+		return 0;
+	raw_reset(r);
+	if (n * 2 > r->fcap && fgrow(r, n))
+		return -1;
+	if (2 > r->scap && sgrow(r))
+		return -1;
+	return n > r->pool_cap && pool_grow(r, n) ? -1 : 0;
+}
+
+int profile_add_raw(struct profile *p, uint64_t epoch, const struct sample_hdr *h,
+		    const struct frame_rec *frames, profile_sym_fn sym, void *ctx)
+{
+	struct sym_sample s = {.ts_ns = h->ts_ns,
+			       .pid = h->pid,
+			       .tid = h->tid,
+			       .cpu = h->cpu,
+			       .flags = h->flags,
+			       .nframes = h->nframes};
+	uint32_t n = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH;
+	int trunc = !!(h->flags & SAMPLE_TRUNCATED);
+	struct prof_raw *r = p->raw;
+	struct raw_sslot *ss;
+	uint64_t hash;
+	uint32_t sid;
+	int nomemo = 0;
+
+	if (!n) {
+		p->nempty++;
+		return 0;
+	}
+	s.nframes = n;
+	if (!r) {
+		r = p->raw = calloc(1, sizeof(*r));
+		if (!r)
+			return oom(p);
+	}
+	if (raw_room(r, n))
+		return oom(p);
+	hash = stack_hash(h, epoch, trunc, frames, n);
+	ss = sfind(r, hash, h, epoch, trunc, frames, n);
+	if (ss->used) {
+		r->st.stack_hits++;
+		p->ntruncated += trunc;
+		count_sample(p, &s, ss->sid);
+		return 0;
+	}
+	r->st.stack_misses++;
+	if (++r->gen == 0) /* 0 means "empty": never a sample's */
+		r->gen = 1;
+	/* Every record: a frame id, a name of this sample, or a new name. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct raw_fslot *fs = ffind(r, h->pid, epoch, &frames[i]);
+
+		if (fs->id1) {
+			r->ids[i] = fs->id1 - 1;
+			r->pend[i] = UINT32_MAX;
+			r->st.frame_hits++;
+			continue;
+		}
+		if (fs->gen == r->gen) { /* named earlier in this sample */
+			r->pend[i] = fs->idx;
+			continue;
+		}
+		if (sym(ctx, &frames[i], &r->sf[i]))
+			return 1;
+		r->st.frame_misses++;
+		r->pend[i] = i;
+		if (!frames[i].fingerprint) { /* unknown identity: named anew each time */
+			nomemo = 1;
+			continue;
+		}
+		if (!fs->gen) { /* a new entry (a stale pending one is reused) */
+			fs->code = frames[i].code;
+			fs->instr = frames[i].instr;
+			fs->fingerprint = frames[i].fingerprint;
+			fs->pid = h->pid;
+			fs->epoch = epoch;
+			r->fn++;
+		}
+		fs->gen = r->gen;
+		fs->idx = i;
+	}
+	/* Every frame named: intern the new ones, in order, and remember them. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct raw_fslot *fs;
+
+		if (r->pend[i] == UINT32_MAX)
+			continue;
+		if (r->pend[i] < i) {
+			r->ids[i] = r->ids[r->pend[i]];
+			continue;
+		}
+		r->ids[i] = intern_frame(p, &r->sf[i]);
+		if (r->ids[i] == UINT32_MAX)
+			return oom(p);
+		if (!frames[i].fingerprint)
+			continue;
+		fs = ffind(r, h->pid, epoch, &frames[i]);
+		fs->id1 = r->ids[i] + 1;
+		fs->gen = 0;
+	}
+	sid = stack_of(p, &s, r->ids, n);
+	if (sid == UINT32_MAX)
+		return oom(p);
+	p->ntruncated += trunc;
+	count_sample(p, &s, sid);
+	/* A stack with a frame of unknown fingerprint (0: none come from the
+	 * kernel, which never sends it) is counted but not memoized. */
+	if (nomemo)
+		return 0;
+	ss->hash = hash;
+	ss->epoch = epoch;
+	ss->pid = h->pid;
+	ss->tid = h->tid;
+	ss->off = r->pool_n;
+	ss->n = (uint16_t)n;
+	ss->trunc = (uint8_t)trunc;
+	ss->used = 1;
+	ss->sid = sid;
+	memcpy(&r->pool[r->pool_n], frames, n * sizeof(*frames));
+	r->pool_n += n;
+	r->sn++;
+	return 0;
+}
+
+void profile_raw_stats(const struct profile *p, struct profile_raw_stats *out)
+{
+	if (p->raw)
+		*out = p->raw->st;
+	else
+		memset(out, 0, sizeof(*out));
 }
 
 void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n)
@@ -493,6 +866,12 @@ void profile_free(struct profile *p)
 	free(p->iframe.slots);
 	free(p->istack.slots);
 	free(p->ithread.slots);
+	if (p->raw) {
+		free(p->raw->f);
+		free(p->raw->s);
+		free(p->raw->pool);
+		free(p->raw);
+	}
 	free(p);
 }
 

@@ -118,8 +118,9 @@ struct profile {
 	uint64_t ntruncated; /* samples with SAMPLE_TRUNCATED */
 	uint64_t first_ns, last_ns;
 	uint64_t max_ordered, nordered;
-	uint32_t last_stack; /* the stack of the last profile_add() with frames */
-	int oom;	     /* an allocation failed: the profile is incomplete */
+	uint32_t last_stack;  /* the stack of the last profile_add() with frames */
+	int oom;	      /* an allocation failed: the profile is incomplete */
+	struct prof_raw *raw; /* profile_add_raw()'s memo of raw records, see profile.c */
 };
 
 struct profile_out_opts {
@@ -141,6 +142,42 @@ int profile_add(struct profile *p, const struct sym_sample *s);
  * no time of their own: for hits counted where no stack was read (trace's
  * counted-only hits). Ignored for an unknown id. */
 void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n);
+
+/*
+ * The hot path of record: aggregate a sample as the kernel wrote it (h and
+ * its h->nframes frame records, leaf first; anything after them, such as
+ * native frames, is not read). A stack seen before under the same (pid,
+ * tid, epoch, truncated flag) and the same raw records (code address,
+ * instruction, fingerprint) is counted without symbolizing anything; a
+ * frame record seen before under the same (pid, epoch) reuses its frame.
+ * Only the rest goes through sym(ctx, f, out), which names one frame as
+ * code_cache_symbolize() does (0: named; strings valid until the caller's
+ * sample is done) and is called at most once per record and sample.
+ *
+ * epoch names the image pid's addresses belong to: records of one pid
+ * merge only within one epoch, so the caller changes it whenever the
+ * addresses may mean something else (an exec, a reused pid). Any value
+ * that differs between the two images does (record: the registration's
+ * CLOCK_MONOTONIC time).
+ *
+ * The sample is counted as profile_add() would count it (h's ts, cpu,
+ * flags; a SAMPLE_TRUNCATED stack gets its marker; time order kept within
+ * the bound) and p->last_stack is its stack. Returns 0; 1 when a frame
+ * could not be named (nothing is counted: the caller's error); -1 with
+ * errno = ENOMEM. The memo is bounded (PROFILE_RAW_MEMO_BYTES) and simply
+ * starts afresh when full: it is a cache, the profile keeps everything.
+ */
+typedef int (*profile_sym_fn)(void *ctx, const struct frame_rec *f, struct sym_frame *out);
+#define PROFILE_RAW_MEMO_BYTES (8u << 20)
+int profile_add_raw(struct profile *p, uint64_t epoch, const struct sample_hdr *h,
+		    const struct frame_rec *frames, profile_sym_fn sym, void *ctx);
+/* What the memo did, for tests and the curious. */
+struct profile_raw_stats {
+	uint64_t stack_hits, stack_misses; /* samples counted from a memoized stack, or not */
+	uint64_t frame_hits, frame_misses; /* frames of missed stacks: memoized, or sym()'d */
+	uint64_t resets;		   /* the memo filled up and started afresh */
+};
+void profile_raw_stats(const struct profile *p, struct profile_raw_stats *out);
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name);
 /* The comm of pid, or NULL. */
 const char *profile_comm(const struct profile *p, uint32_t pid);
@@ -182,6 +219,20 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
  * written as they come with raw_write_sample(). */
 int raw_write_sample(FILE *f, const struct sym_sample *s);
 int raw_write_profile(FILE *f, const struct profile *p, struct diag *d);
+/* The stream again, for samples already in p (record's profile_add_raw):
+ * s's head fields and the frames of stack (its p->last_stack), each
+ * frame's text made once and then copied. Zero-initialise, set f. */
+struct raw_stream {
+	FILE *f;
+	char **text; /* by frame id */
+	uint32_t *len;
+	uint32_t cap;
+	char *line; /* one sample's frames, written at once */
+	size_t line_cap;
+};
+int raw_stream_sample(struct raw_stream *rs, const struct profile *p, uint32_t stack,
+		      const struct sym_sample *s);
+void raw_stream_free(struct raw_stream *rs);
 
 /*
  * Output files. Created beside the destination under a temporary name and

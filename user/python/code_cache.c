@@ -470,6 +470,11 @@ int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct
 	return e->status;
 }
 
+int code_cache_sym(void *cache, const struct frame_rec *f, struct sym_frame *out)
+{
+	return code_cache_symbolize(cache, f, out);
+}
+
 void code_cache_get_stats(const struct code_cache *c, struct code_cache_stats *out)
 {
 	*out = c->st;

@@ -118,6 +118,8 @@ int code_cache_line(const struct code_entry *e, int instr);
  * entry's enum code_status; the frame is filled in every case.
  */
 int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out);
+/* The same, shaped as a profile_sym_fn (profile.h) with the cache as ctx. */
+int code_cache_sym(void *cache, const struct frame_rec *f, struct sym_frame *out);
 
 /*
  * Where names of freed code objects come from: fn fills out with what the

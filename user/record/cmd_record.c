@@ -208,7 +208,7 @@ struct rec_ctx {
 	struct record_opts *o;
 	struct target_set *ts;
 	struct profile *prof;
-	FILE *raw; /* streaming raw output, or NULL */
+	struct raw_stream raw; /* streaming raw output: .f, or NULL */
 	struct sym_frame *frames;
 	struct rec_target *last; /* target of the previous record */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
@@ -248,12 +248,13 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		t->idle++;
 		return 0;
 	}
-	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
-		unnamed |= code_cache_symbolize(t->cache, &frames[i], &c->frames[i]) != CODE_OK;
-	if (unnamed) {
+	/* Stacks seen before are counted from their raw records; only new
+	 * frames are named (profile_add_raw). */
+	unnamed = profile_add_raw(c->prof, t->since_ns, h, frames, code_cache_sym, t->cache);
+	code_cache_end_sample(t->cache);
+	if (unnamed == 1) {
 		/* A frame we cannot name (its code was freed before we, or the
 		 * kernel, read it) makes no stack: an error of the sample. */
-		code_cache_end_sample(t->cache);
 		c->errors++;
 		t->errors++;
 		c->err_by_cause[WALK_ERR_UNNAMED]++;
@@ -262,11 +263,10 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	s.nframes = h->nframes;
 	t->samples++;
 	c->samples++;
-	if (c->raw)
-		raw_write_sample(c->raw, &s);
-	else
-		profile_add(c->prof, &s);
-	code_cache_end_sample(t->cache);
+	if (c->raw.f && !h->nframes)
+		raw_write_sample(c->raw.f, &s);
+	else if (c->raw.f && !unnamed)
+		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
 	return 0;
 }
 
@@ -533,14 +533,14 @@ int cmd_record(int argc, char **argv)
 	/* From here on INT, TERM and HUP end the run and keep what it got. */
 	signals_set_graceful(1);
 	if (format->flags & PROFILE_FMT_STREAM)
-		c.raw = o.output ? of.f : stdout;
+		c.raw.f = o.output ? of.f : stdout;
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
-	if (ret == EXIT_OK && !c.raw) {
+	if (ret == EXIT_OK && !c.raw.f) {
 		FILE *f = o.output ? of.f : stdout;
 		if (profile_format_write(format, f, c.prof, &po, &d))
 			ret = diag_report(&d);
@@ -560,6 +560,7 @@ out:
 	bpf_sampler_close(s);
 	targets_free(&ts);
 	profile_free(c.prof);
+	raw_stream_free(&c.raw);
 	free(c.frames);
 	return ret;
 }
