@@ -113,7 +113,7 @@ static const struct argp_option options[] = {
     {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024, default 1024)", 0},
-    {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0},
+    {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer MiB (default: fits 0.5 s, 1-16)", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},

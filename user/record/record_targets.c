@@ -183,52 +183,118 @@ static int follow_retry(struct target_set *ts)
 	return added;
 }
 
+/* Look at one PID that may be a new target (fresh: it just exec'd, so
+ * whatever we knew of its image is void). Returns 1 if it was added. */
+static int consider(struct target_set *ts, pid_t pid, int fresh)
+{
+	unsigned long long st;
+	struct seen_pid *s;
+	struct diag d = {0};
+
+	if (pid <= 0 || pid == getpid() || targets_find(ts, pid))
+		return 0;
+	st = proc_starttime(pid);
+	s = seen_find(ts, pid, st);
+	if (s && (fresh || (s->tries < 0 && s->tries != exe_tag(pid))))
+		s->tries = 0; /* exec'd something else since: look again */
+	if (!s || s->tries < 0 || s->tries >= NOT_READY_TRIES)
+		return 0;
+	if (!ts->all && !is_descendant(ts, pid))
+		return 0;
+	if (!targets_add(ts, pid, &d))
+		return 1;
+	/* Not Python (or not supported): never again, unless it was only
+	 * too young to have an interpreter yet. */
+	if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN)
+		s->tries++;
+	else
+		s->tries = exe_tag(pid);
+	if (ts->verbose && d.code == EXIT_UNSUPPORTED) {
+		fputs("bpfpy: skipping ", stderr);
+		text_put(stderr, d.msg);
+		fputc('\n', stderr);
+	}
+	return 0;
+}
+
+static void release(struct target_set *ts, struct rec_target *t);
+
+/* Did live target t exec? Then it is done with (the kernel stopped
+ * sampling it); returns 1. */
+static int reap_exec(struct target_set *ts, struct rec_target *t)
+{
+	if (!ts->sampler || !bpf_sampler_take_exec(ts->sampler, t->pid))
+		return 0;
+	/* -a finds the PID again among the new processes, like any other. */
+	t->exited = TARGET_EXECED;
+	release(ts, t);
+	if (!ts->all)
+		follow_add(ts, t->pid);
+	if (ts->verbose)
+		fprintf(stderr, "bpfpy: pid %d exec'd: resolving its new image\n", t->pid);
+	return 1;
+}
+
+/*
+ * The processes the kernel saw exec, or fork from a target, since the last
+ * scan (bpf_sampler_take_new), then the young ones not ready last time.
+ * -1 when the kernel cannot tell (no hooks, or it dropped some): rescan.
+ */
+static int scan_new(struct target_set *ts)
+{
+	pid_t pids[256];
+	int added = 0, n, lost;
+
+	do {
+		n = bpf_sampler_take_new(ts->sampler, pids, 256, &lost);
+		if (n < 0 || lost)
+			return -1;
+		for (int i = 0; i < n; i++) {
+			struct rec_target *t = targets_find(ts, pids[i]);
+
+			if (t && !reap_exec(ts, t))
+				continue; /* a live target that did not exec: nothing new */
+			added += consider(ts, pids[i], 1);
+		}
+	} while (n == 256);
+	for (int i = 0; i < ts->nseen; i++)
+		if (ts->seen[i].tries > 0 && ts->seen[i].tries < NOT_READY_TRIES)
+			added += consider(ts, ts->seen[i].pid, 0);
+	return added;
+}
+
 int targets_scan(struct target_set *ts)
 {
 	DIR *dir;
 	struct dirent *e;
-	int added = follow_retry(ts);
-	pid_t self = getpid();
+	int added = follow_retry(ts), fresh;
 
 	if (!ts->all && !ts->children)
 		return added;
+	/* After the first look at /proc, new processes come from the kernel's
+	 * exec and fork events: the cost follows how often processes start,
+	 * not how many exist (the whole /proc, a file read per process, four
+	 * times a second, was most of what record -a spent). */
+	if (ts->scanned >= 2 && ts->sampler && (fresh = scan_new(ts)) >= 0)
+		return added + fresh;
 	dir = opendir("/proc");
 	if (!dir)
 		return 0;
 	while ((e = readdir(dir)) != NULL) {
 		char *end;
 		long v = strtol(e->d_name, &end, 10);
-		unsigned long long st;
-		struct seen_pid *s;
-		struct diag d = {0};
 
-		if (*end || v <= 0 || v == self || targets_find(ts, (pid_t)v))
+		if (*end || v <= 0)
 			continue;
-		st = proc_starttime((pid_t)v);
-		s = seen_find(ts, (pid_t)v, st);
-		if (s && s->tries < 0 && s->tries != exe_tag((pid_t)v))
-			s->tries = 0; /* exec'd something else since: look again */
-		if (!s || s->tries < 0 || s->tries >= NOT_READY_TRIES)
-			continue;
-		if (!ts->all && !is_descendant(ts, (pid_t)v))
-			continue;
-		if (!targets_add(ts, (pid_t)v, &d)) {
-			added++;
-			continue;
-		}
-		/* Not Python (or not supported): never again, unless it was only
-		 * too young to have an interpreter yet. */
-		if (d.code == EXIT_NOT_PYTHON && d.sys_errno == EAGAIN)
-			s->tries++;
-		else
-			s->tries = exe_tag((pid_t)v);
-		if (ts->verbose && d.code == EXIT_UNSUPPORTED) {
-			fputs("bpfpy: skipping ", stderr);
-			text_put(stderr, d.msg);
-			fputc('\n', stderr);
-		}
+		added += consider(ts, (pid_t)v, 0);
 	}
 	closedir(dir);
+	/* Two full looks: the first is taken before the clocks and the kernel
+	 * hooks start, so a process born between it and them is seen only by
+	 * the second, which comes after. */
+	if (++ts->scanned == 2 && ts->verbose && ts->sampler &&
+	    bpf_sampler_watches_new(ts->sampler))
+		fprintf(stderr, "bpfpy: new processes from now on: exec and fork events\n");
 	return added;
 }
 
@@ -255,28 +321,23 @@ static void release(struct target_set *ts, struct rec_target *t)
 	t->proc = NULL;
 }
 
+/* A reap checks each target with kill(0); the PID-reuse check (a file read
+ * per target) only every this many reaps: a reused PID must first exit and
+ * be reborn, and an exec of the reborn one is caught by the kernel anyway. */
+#define REUSE_CHECK_EVERY 8
+
 int targets_reap(struct target_set *ts)
 {
-	int alive = 0;
+	int alive = 0, reuse_check = ts->reaps++ % REUSE_CHECK_EVERY == 0;
+	int execs = ts->sampler && bpf_sampler_exec_pending(ts->sampler);
 
 	for (int i = 0; i < ts->n; i++) {
 		struct rec_target *t = ts->t[i];
 
-		if (t->exited)
+		if (t->exited || (execs && reap_exec(ts, t)))
 			continue;
-		if (ts->sampler && bpf_sampler_take_exec(ts->sampler, t->pid)) {
-			/* The kernel has stopped sampling it. -a finds the PID again
-			 * in its scan, like any process that starts. */
-			t->exited = TARGET_EXECED;
-			release(ts, t);
-			if (!ts->all)
-				follow_add(ts, t->pid);
-			if (ts->verbose)
-				fprintf(stderr, "bpfpy: pid %d exec'd: resolving its new image\n",
-					t->pid);
-			continue;
-		}
-		if ((kill(t->pid, 0) && errno == ESRCH) || proc_starttime(t->pid) != t->starttime) {
+		if ((kill(t->pid, 0) && errno == ESRCH) ||
+		    (reuse_check && proc_starttime(t->pid) != t->starttime)) {
 			t->exited = TARGET_EXITED;
 			if (ts->sampler)
 				bpf_sampler_remove(ts->sampler, t->pid);

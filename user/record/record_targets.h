@@ -63,6 +63,8 @@ struct target_set {
 	} * follow;
 	int nfollow, follow_cap;
 	size_t cache_peak; /* most code objects any one cache held (dead ones too) */
+	int scanned;	   /* full reads of /proc so far; from 2 on, events instead */
+	unsigned reaps;
 };
 
 /* Add one PID given on the command line: errors are the caller's to report. */

@@ -26,8 +26,10 @@ struct bpf_sampler {
 	struct wallclock_bpf *wskel; /* --clock wall */
 	struct bpf_link *iter_link;
 	struct bpf_link *exec_link; /* bpf/exec_watch.bpf.h */
+	struct bpf_link *fork_link; /* same, targets_grow only */
 	int configs_fd, counters_fd, execed_fd, names_fd;
-	pid_t only_pid; /* wall clock: iterate this process's threads only */
+	int new_fd, new_lost_fd; /* targets_grow: bpf/exec_watch.bpf.h new_pids */
+	pid_t only_pid;		 /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
 	int ncpus;
 	int cpus[MAX_CPUS];
@@ -65,11 +67,31 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * The default ring buffer: room for half a second of the largest records
+ * every CPU can write at the rate, in MiB, a power of two from 1 to 16. The
+ * whole buffer is resident (mapped twice, for records that wrap): 16 MiB
+ * cost `record -a -F 100` 32 MiB of RSS for the 2 MiB its rate can use.
+ * The wall clock writes a record per thread per snapshot, so it keeps 16.
+ */
+static unsigned default_ringbuf_mb(const struct bpf_sampler_opts *o)
+{
+	int cpus[MAX_CPUS], n = online_cpus(cpus, MAX_CPUS);
+	double bytes = o->rate_hz * (n > 0 ? n : MAX_CPUS) * sizeof(struct sample_buf) * 0.5;
+	unsigned mb = 1;
+
+	if (o->wall)
+		return 16;
+	while (mb < 16 && mb * 1048576.0 < bytes)
+		mb *= 2;
+	return mb;
+}
+
 int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o, struct diag *d)
 {
 	struct bpf_sampler *s;
 	unsigned factor = o->poisson_factor ? o->poisson_factor : 8;
-	unsigned mb = o->ringbuf_mb ? o->ringbuf_mb : 16;
+	unsigned mb = o->ringbuf_mb ? o->ringbuf_mb : default_ringbuf_mb(o);
 	double base_hz = o->rate_hz;
 	int err, events_fd;
 
@@ -98,6 +120,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 			return -1;
 		}
 		bpf_map__set_max_entries(s->wskel->maps.events, mb << 20);
+		s->wskel->rodata->watch_new = !!o->targets_grow;
 		err = bpf_loader_load(s->wskel->skeleton, "wall-clock iterator", d);
 	} else {
 		s->skel = sampler_bpf__open();
@@ -109,6 +132,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		if (o->poisson)
 			s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
+		s->skel->rodata->watch_new = !!o->targets_grow;
 		err = bpf_loader_load(s->skel->skeleton, "sampler", d);
 	}
 	if (err) {
@@ -120,12 +144,16 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->counters_fd = bpf_map__fd(s->wskel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->wskel->maps.execed);
 		s->names_fd = bpf_map__fd(s->wskel->maps.code_names);
+		s->new_fd = bpf_map__fd(s->wskel->maps.new_pids);
+		s->new_lost_fd = bpf_map__fd(s->wskel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->wskel->maps.events);
 	} else {
 		s->configs_fd = bpf_map__fd(s->skel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
 		s->names_fd = bpf_map__fd(s->skel->maps.code_names);
+		s->new_fd = bpf_map__fd(s->skel->maps.new_pids);
+		s->new_lost_fd = bpf_map__fd(s->skel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->skel->maps.events);
 	}
 	s->rb = ring_buffer__new(events_fd, on_record, s, NULL);
@@ -160,6 +188,17 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 			"bpfpy: warning: cannot watch targets' execve (%s): a target that "
 			"execs is not re-resolved\n",
 			strerror(errno));
+	/* Without either hook a growing target set is found by rescanning
+	 * /proc (bpf_sampler_take_new says so). */
+	if (s->exec_link && s->targets_grow) {
+		s->fork_link =
+		    bpf_program__attach(s->wall ? s->wskel->progs.on_fork : s->skel->progs.on_fork);
+		if (!s->fork_link)
+			fprintf(stderr,
+				"bpfpy: warning: cannot watch targets' forks (%s): new processes "
+				"are found by rescanning /proc\n",
+				strerror(errno));
+	}
 	if (s->wall) {
 		/* One process: let the kernel iterate only its threads. */
 		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
@@ -201,6 +240,13 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
 	bpf_map_delete_elem(s->execed_fd, &key);
 }
 
+int bpf_sampler_exec_pending(struct bpf_sampler *s)
+{
+	__u32 key;
+
+	return !bpf_map_get_next_key(s->execed_fd, NULL, &key);
+}
+
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid)
 {
 	__u32 key = pid;
@@ -208,6 +254,29 @@ int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid)
 	/* The kernel already dropped the config; deleting the flag is what
 	 * makes this a one-shot report. */
 	return bpf_map_delete_elem(s->execed_fd, &key) == 0;
+}
+
+int bpf_sampler_watches_new(const struct bpf_sampler *s)
+{
+	return s->targets_grow && s->exec_link && s->fork_link;
+}
+
+int bpf_sampler_take_new(struct bpf_sampler *s, pid_t *out, int max, int *lost)
+{
+	__u32 pid, zero = 0, nlost = 0;
+	int n = 0;
+
+	*lost = 0;
+	if (!bpf_sampler_watches_new(s))
+		return -1;
+	while (n < max && !bpf_map_lookup_and_delete_elem(s->new_fd, NULL, &pid))
+		out[n++] = (pid_t)pid;
+	if (!bpf_map_lookup_elem(s->new_lost_fd, &zero, &nlost) && nlost) {
+		*lost = 1;
+		nlost = 0;
+		bpf_map_update_elem(s->new_lost_fd, &zero, &nlost, BPF_ANY);
+	}
+	return n;
 }
 
 int bpf_sampler_snapshot(struct bpf_sampler *s, struct diag *d)
@@ -295,6 +364,7 @@ void bpf_sampler_close(struct bpf_sampler *s)
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->iter_link);
 	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->fork_link);
 	sampler_bpf__destroy(s->skel);
 	wallclock_bpf__destroy(s->wskel);
 	free(s);

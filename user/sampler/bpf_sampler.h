@@ -38,6 +38,16 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
 /* Did pid call execve since it was added? The kernel has then already
  * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
+/* Has any target exec'd and not been taken yet? One syscall, where asking
+ * for each target is one per target. */
+int bpf_sampler_exec_pending(struct bpf_sampler *s);
+/* targets_grow: pop up to max PIDs that exec'd, or that a target forked,
+ * since the last call (bpf/exec_watch.bpf.h): the processes that may be
+ * new targets. *lost is set when some were dropped (queue full): rescan
+ * /proc then. -1 when the kernel hooks are missing (rescan /proc always). */
+int bpf_sampler_take_new(struct bpf_sampler *s, pid_t *out, int max, int *lost);
+/* Are both hooks in place, so that bpf_sampler_take_new() can answer? */
+int bpf_sampler_watches_new(const struct bpf_sampler *s);
 /* Start the clocks; until then nothing is sampled (lets the caller register
  * every process first). */
 int bpf_sampler_start(struct bpf_sampler *s, struct diag *d);
