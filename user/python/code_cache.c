@@ -7,7 +7,10 @@
  * the address and ordered by an intrusive LRU list (indices, not
  * pointers, so the array could be reallocated later without fixups).
  * Nothing is allocated per lookup; a fill allocates the two strings and
- * the line table, freed when the slot is reused.
+ * the line table, freed when the slot is reused. The array starts small and
+ * doubles up to the bound: record -a holds a cache per process, and 200
+ * caches allocated at their bound (4096 slots, 400 KiB each, zeroed) were
+ * most of its RSS for the few dozen objects a light process shows.
  */
 #include "code_cache.h"
 
@@ -19,6 +22,8 @@
 #include "walker_user.h"
 
 #define NIL UINT32_MAX
+/* Slots a new cache starts with. */
+#define CACHE_FIRST_ALLOC 64
 
 /* Names and files of refilled or evicted entries wait here before they are
  * freed, so that the strings of every frame of one stack stay valid while
@@ -41,6 +46,7 @@ struct code_cache {
 	struct py_offsets o;
 	struct slot *slots;
 	size_t cap, size;
+	size_t alloc; /* slots allocated: size <= alloc <= cap */
 	uint32_t *buckets;
 	uint32_t nbuckets; /* power of two */
 	uint32_t lru_head, lru_tail;
@@ -167,11 +173,12 @@ struct code_cache *code_cache_new(struct mem_reader *r, const struct py_offsets 
 	c->r = r;
 	c->o = *o;
 	c->cap = cap;
+	c->alloc = cap < CACHE_FIRST_ALLOC ? cap : CACHE_FIRST_ALLOC;
 	/* Load factor at most 1/2 keeps chains short. */
 	c->nbuckets = 1;
-	while (c->nbuckets < 2 * cap)
+	while (c->nbuckets < 2 * c->alloc)
 		c->nbuckets <<= 1;
-	c->slots = calloc(cap, sizeof(*c->slots));
+	c->slots = calloc(c->alloc, sizeof(*c->slots));
 	c->buckets = malloc(c->nbuckets * sizeof(*c->buckets));
 	if (!c->slots || !c->buckets) {
 		code_cache_free(c);
@@ -255,12 +262,49 @@ static void fill(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t f
 	s->e.table_truncated = rc == 1;
 }
 
+/* Double the slots (at most to cap) and the buckets with them, rehashing
+ * every slot in use (all of [0, size) is chained). -1 when out of memory:
+ * the caller then evicts, as at the bound. */
+static int grow_slots(struct code_cache *c)
+{
+	size_t n = c->alloc * 2 < c->cap ? c->alloc * 2 : c->cap;
+	uint32_t nb = c->nbuckets, *b;
+	struct slot *ns;
+
+	if (n <= c->alloc)
+		return -1;
+	ns = realloc(c->slots, n * sizeof(*ns));
+	if (!ns)
+		return -1;
+	memset(ns + c->alloc, 0, (n - c->alloc) * sizeof(*ns));
+	c->slots = ns;
+	c->alloc = n;
+	while (nb < 2 * n)
+		nb <<= 1;
+	if (nb == c->nbuckets || !(b = malloc(nb * sizeof(*b))))
+		return 0; /* old buckets: longer chains, still right */
+	memset(b, 0xff, nb * sizeof(*b));
+	free(c->buckets);
+	c->buckets = b;
+	c->nbuckets = nb;
+	for (uint32_t i = 0; i < c->size; i++) {
+		uint32_t k = bucket_of(c, c->slots[i].e.addr);
+
+		c->slots[i].hnext = c->buckets[k];
+		c->buckets[k] = i;
+	}
+	return 0;
+}
+
 /* A slot for a new address: a never-used one, or the least recently used. */
 static uint32_t take_slot(struct code_cache *c, uint64_t addr)
 {
 	uint32_t i, b;
 
-	if (c->size < c->cap) {
+	/* Grow before evicting; when growing fails, evict as at the bound. */
+	if (c->size == c->alloc && c->size < c->cap)
+		(void)grow_slots(c);
+	if (c->size < c->alloc) {
 		i = (uint32_t)c->size++;
 		c->st.size = c->size;
 	} else {
