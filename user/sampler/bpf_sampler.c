@@ -269,7 +269,9 @@ int bpf_sampler_take_new(struct bpf_sampler *s, pid_t *out, int max, int *lost)
 	*lost = 0;
 	if (!bpf_sampler_watches_new(s))
 		return -1;
-	while (n < max && !bpf_map_lookup_and_delete_elem(s->new_fd, NULL, &pid))
+	/* pid zeroed before each pop: valgrind cannot see the bpf syscall
+	 * write it (test_memcheck). */
+	while (n < max && ((pid = 0), !bpf_map_lookup_and_delete_elem(s->new_fd, NULL, &pid)))
 		out[n++] = (pid_t)pid;
 	if (!bpf_map_lookup_elem(s->new_lost_fd, &zero, &nlost) && nlost) {
 		*lost = 1;
