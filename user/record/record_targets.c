@@ -243,8 +243,10 @@ static int reap_exec(struct target_set *ts, struct rec_target *t)
 static int scan_new(struct target_set *ts)
 {
 	pid_t pids[256];
-	int added = 0, n, lost;
+	int added = 0, n, lost, rounds = 0;
 
+	/* At most a queue's worth (NEW_PIDS_MAX, 4096) a scan: an exec storm
+	 * must not keep the loop from its clock, deadline and signals. */
 	do {
 		n = bpf_sampler_take_new(ts->sampler, pids, 256, &lost);
 		if (n < 0 || lost)
@@ -256,7 +258,7 @@ static int scan_new(struct target_set *ts)
 				continue; /* a live target that did not exec: nothing new */
 			added += consider(ts, pids[i], 1);
 		}
-	} while (n == 256);
+	} while (n == 256 && ++rounds < 16);
 	for (int i = 0; i < ts->nseen; i++)
 		if (ts->seen[i].tries > 0 && ts->seen[i].tries < NOT_READY_TRIES)
 			added += consider(ts, ts->seen[i].pid, 0);
