@@ -202,6 +202,9 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 int out_file_commit(struct out_file *of, struct diag *d);
 /* Close and remove the temporary file. */
 void out_file_abort(struct out_file *of);
+/* The line every command prints on stderr once it wrote a file:
+ * "bpfpy CMD: wrote PATH (N samples, FORMAT)", the path escaped. */
+void out_file_wrote(const char *cmd, const char *path, uint64_t samples, const char *format);
 
 /*
  * The one format table (formats.c). Every command that writes a profile

@@ -24,6 +24,7 @@
 #include "profile.h"
 #include "signals.h"
 #include "record_targets.h"
+#include "launch.h"
 #include "stack_reader.h"
 #include "text_escape.h"
 
@@ -47,6 +48,7 @@ struct record_opts {
 	unsigned max_depth;
 	unsigned ringbuf_mb;
 	int verbose, quiet;
+	char **cmd; /* record -- CMD ARGS...: launch it */
 };
 
 static const char doc[] =
@@ -77,12 +79,21 @@ static const char doc[] =
     "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
-    "kernel named on first sight (so that code freed before we read it keeps its name).\n\n"
+    "kernel named on first sight (so that code freed before we read it keeps its name).\n"
+    "LAUNCH. bpfpy record [OPTIONS] -- CMD ARGS... runs CMD (no shell, argv as given, "
+    "bpfpy's own user: root under sudo) in a process group of its own that gets the "
+    "terminal, and samples it from its first instruction of Python, through its execs "
+    "(sh, chroot, env); --subprocesses also samples its descendants. Ctrl-C reaches CMD; "
+    "INT, TERM and HUP sent to bpfpy are forwarded to its group. The recording ends when "
+    "CMD exits (or at -d, leaving it running), and bpfpy exits with CMD's status (128+N "
+    "if signal N killed it; 127/126 if it could not be run) once the profile is written; "
+    "bpfpy's own failures keep their codes below.\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy record -p 1234 -d 10 -o profile.svg\n"
     "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
     "  sudo bpfpy record -a -d 30 --threads -o host.folded\n"
-    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n"
+    "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_POISSON = 256,
@@ -190,11 +201,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->verbose = 1;
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
+		argp_error(state, "unexpected argument '%s' (a command to launch goes after --)",
+			   arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->npids && !o->all)
-			argp_error(state, "give -p PID or -a");
+		if (!o->npids && !o->all && !o->cmd)
+			argp_error(state, "give -p PID, -a, or -- CMD ARGS...");
+		if (o->cmd && (o->npids || o->all))
+			argp_error(state, "-- CMD launches its own target: no -p or -a with it");
 		if (o->idle && !o->wall)
 			argp_error(state, "--idle goes with --clock wall");
 		break;
@@ -211,6 +225,7 @@ struct rec_ctx {
 	FILE *raw; /* streaming raw output, or NULL */
 	struct sym_frame *frames;
 	struct rec_target *last; /* target of the previous record */
+	struct launch *launch;	 /* record -- CMD, or NULL */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
 	uint64_t err_by_cause[WALK_ERR__COUNT];
 };
@@ -385,19 +400,42 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		fprintf(stderr, "\n");
 }
 
+/* record -- CMD: a signal to bpfpy goes to CMD's group, and the recording
+ * ends when CMD exits (or LAUNCH_GRACE_S after a forwarded signal). */
+static int launch_tick(struct rec_ctx *c, int tty, double now, double *grace)
+{
+	int sig = signals_take_stop();
+
+	if (sig) {
+		launch_signal(c->launch, sig);
+		if (*grace == INFINITY)
+			*grace = now + LAUNCH_GRACE_S;
+	}
+	if (launch_reap(c->launch))
+		return 1;
+	if (now < *grace)
+		return 0;
+	fprintf(stderr, "%sbpfpy record: pid %d still runs %.0f s after the signal: stopping here\n",
+		tty ? "\n" : "", c->launch->pid, LAUNCH_GRACE_S);
+	return 1;
+}
+
 static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 {
 	struct record_opts *o = c->o;
 	int tty = isatty(2) && !o->quiet;
 	double t0 = mono_s(), last_scan = t0, last_progress = t0;
 	double next_snap = t0, deadline = o->duration > 0 ? t0 + o->duration : INFINITY;
+	double grace = INFINITY; /* launched: a signal was forwarded, until then */
 	struct diag d = {0};
 
-	while (!signals_stop_requested()) {
+	while (c->launch || !signals_stop_requested()) {
 		double now = mono_s();
 		int wait_ms = POLL_MS;
 
 		if (now >= deadline)
+			break;
+		if (c->launch && launch_tick(c, tty, now, &grace))
 			break;
 		if (o->wall && now >= next_snap) {
 			if (bpf_sampler_snapshot(s, &d))
@@ -416,7 +454,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 		now = mono_s();
 		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
 			targets_scan(c->ts);
-			if (!targets_reap(c->ts) && !o->all) {
+			if (!targets_reap(c->ts) && !o->all && !c->launch) {
 				if (!o->quiet)
 					fprintf(stderr, "%sbpfpy record: every target exited\n",
 						tty ? "\n" : "");
@@ -464,8 +502,20 @@ int cmd_record(int argc, char **argv)
 	struct out_file of = {0};
 	struct diag d = {0};
 	const struct profile_format *format;
+	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
 	int ret = EXIT_OK;
 
+	/* Everything after "--" is the command, never our options. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			o.cmd = argv + i + 1;
+			argc = i;
+			if (!o.cmd[0]) {
+				fprintf(stderr, "bpfpy record: no command after --\n");
+				return EXIT_USAGE;
+			}
+			break;
+		}
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	/* Until sampling starts a signal ends us, removing the temp output. */
@@ -510,7 +560,7 @@ int cmd_record(int argc, char **argv)
 		    .ringbuf_mb = o.ringbuf_mb,
 		    .verbose = o.verbose,
 		    .wall = o.wall,
-		    .targets_grow = o.all || o.children,
+		    .targets_grow = o.all || o.children || o.cmd,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -525,11 +575,34 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (o.cmd) {
+		int r;
+
+		if (launch_start(&l, o.cmd, &d)) {
+			ret = diag_report(&d);
+			goto out;
+		}
+		ts.launched = l.pid;
+		c.launch = &l;
+		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, &d);
+		if (r < 0) {
+			ret = diag_report(&d);
+			goto out;
+		}
+		/* Registered while still stopped: sampled from its start. */
+		if (r == 0 && targets_add(&ts, l.pid, &d)) {
+			fputs("bpfpy record: ", stderr);
+			text_put(stderr, d.msg);
+			fputc('\n', stderr);
+			d = (struct diag){0};
+		}
+	}
 	targets_scan(&ts);
 	if (bpf_sampler_start(s, &d)) {
 		ret = diag_report(&d);
 		goto out;
 	}
+	launch_release(&l);
 	/* From here on INT, TERM and HUP end the run and keep what it got. */
 	signals_set_graceful(1);
 	if (format->flags & PROFILE_FMT_STREAM)
@@ -550,6 +623,8 @@ int cmd_record(int argc, char **argv)
 			ret = diag_report(&d);
 		else if (ret != EXIT_OK)
 			out_file_abort(&of);
+		else if (!o.quiet)
+			out_file_wrote("record", o.output, c.samples, format->name);
 		o.output = NULL;
 	} else {
 		fflush(stdout);
@@ -557,6 +632,12 @@ int cmd_record(int argc, char **argv)
 out:
 	if (o.output)
 		out_file_abort(&of);
+	/* Launched: once the profile is written, CMD's status is ours. */
+	if (o.cmd && l.pid > 0) {
+		if (ret == EXIT_OK && launch_reap(&l))
+			ret = launch_exit_code(&l);
+		launch_end(&l);
+	}
 	bpf_sampler_close(s);
 	targets_free(&ts);
 	profile_free(c.prof);

@@ -129,7 +129,7 @@ static int is_descendant(struct target_set *ts, pid_t pid)
 {
 	for (int depth = 0; depth < 64 && pid > 1; depth++) {
 		pid = proc_ppid(pid);
-		if (targets_find(ts, pid))
+		if (targets_find(ts, pid) || (ts->launched > 0 && pid == ts->launched))
 			return 1;
 	}
 	return 0;
@@ -210,7 +210,7 @@ int targets_scan(struct target_set *ts)
 			s->tries = 0; /* exec'd something else since: look again */
 		if (!s || s->tries < 0 || s->tries >= NOT_READY_TRIES)
 			continue;
-		if (!ts->all && !is_descendant(ts, (pid_t)v))
+		if (!ts->all && (pid_t)v != ts->launched && !is_descendant(ts, (pid_t)v))
 			continue;
 		if (!targets_add(ts, (pid_t)v, &d)) {
 			added++;

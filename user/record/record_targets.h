@@ -46,6 +46,9 @@ struct target_set {
 	unsigned max_depth;
 	int all;      /* -a: every CPython process */
 	int children; /* --subprocesses: descendants of the targets */
+	/* record -- CMD: the command, whose descendants count as the targets'
+	 * even while it is not (yet, or ever) a CPython process itself. */
+	pid_t launched;
 	int verbose;
 	/* PIDs looked at and found not to be Python, so a scan skips them. */
 	struct seen_pid {
