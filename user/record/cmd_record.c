@@ -400,26 +400,6 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		fprintf(stderr, "\n");
 }
 
-/* record -- CMD: a signal to bpfpy goes to CMD's group, and the recording
- * ends when CMD exits (or LAUNCH_GRACE_S after a forwarded signal). */
-static int launch_tick(struct rec_ctx *c, int tty, double now, double *grace)
-{
-	int sig = signals_take_stop();
-
-	if (sig) {
-		launch_signal(c->launch, sig);
-		if (*grace == INFINITY)
-			*grace = now + LAUNCH_GRACE_S;
-	}
-	if (launch_reap(c->launch))
-		return 1;
-	if (now < *grace)
-		return 0;
-	fprintf(stderr, "%sbpfpy record: pid %d still runs %.0f s after the signal: stopping here\n",
-		tty ? "\n" : "", c->launch->pid, LAUNCH_GRACE_S);
-	return 1;
-}
-
 static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 {
 	struct record_opts *o = c->o;
@@ -435,7 +415,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 
 		if (now >= deadline)
 			break;
-		if (c->launch && launch_tick(c, tty, now, &grace))
+		if (c->launch && launch_should_end(c->launch, now, &grace, "record", tty))
 			break;
 		if (o->wall && now >= next_snap) {
 			if (bpf_sampler_snapshot(s, &d))

@@ -8,6 +8,7 @@
 #include "text_escape.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -341,6 +342,24 @@ int launch_exit_code(const struct launch *l)
 	if (WIFSIGNALED(l->status))
 		return 128 + WTERMSIG(l->status);
 	return WEXITSTATUS(l->status);
+}
+
+int launch_should_end(struct launch *l, double now, double *grace, const char *cmdname, int nl)
+{
+	int sig = signals_take_stop();
+
+	if (sig) {
+		launch_signal(l, sig);
+		if (*grace == INFINITY)
+			*grace = now + LAUNCH_GRACE_S;
+	}
+	if (launch_reap(l))
+		return 1;
+	if (now < *grace)
+		return 0;
+	fprintf(stderr, "%sbpfpy %s: pid %d still runs %.0f s after the signal: stopping here\n",
+		nl ? "\n" : "", cmdname, l->pid, LAUNCH_GRACE_S);
+	return 1;
 }
 
 void launch_end(struct launch *l)

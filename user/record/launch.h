@@ -79,6 +79,13 @@ void launch_signal(const struct launch *l, int sig);
  * signal N killed it; EXIT_FAIL if it has not exited. */
 int launch_exit_code(const struct launch *l);
 
+/* For the loop of record and trace, each turn: a stop request to bpfpy
+ * (INT, TERM, HUP) is forwarded to the command's group; 1 once the command
+ * exited, or LAUNCH_GRACE_S after the first forwarded signal (noted on
+ * stderr, "bpfpy CMDNAME: ..."; with a newline first if nl). *grace starts
+ * at INFINITY. */
+int launch_should_end(struct launch *l, double now, double *grace, const char *cmdname, int nl);
+
 /* Give the terminal back, detach if still traced. The command is not
  * waited for or killed. */
 void launch_end(struct launch *l);
