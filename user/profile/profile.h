@@ -63,6 +63,7 @@ struct prof_stack {
 	uint64_t nidle, ngil; /* samples with SAMPLE_IDLE, SAMPLE_GIL_HELD */
 	uint64_t first_ns, last_ns;
 	uint64_t nordered; /* of count, how many sit in the thread's order */
+	uint64_t ngil_idle; /* of count, with both SAMPLE_GIL_HELD and SAMPLE_IDLE */
 };
 
 /* A sample kept in time order: enough to replay it (raw) or draw it in
@@ -127,6 +128,9 @@ struct profile_out_opts {
 	int no_lines;	   /* aggregate by function, not by line */
 	int force;	   /* overwrite an existing file or symlink */
 	const char *title; /* SVG title; NULL for a default */
+	/* pprof: prefixed to every absolute file name, so that `go tool pprof
+	 * -list` opens a chroot's or container's sources from the host. */
+	const char *source_root;
 };
 
 /* clock: "cpu" or "wall" (anything else is taken as "cpu"). NULL on ENOMEM. */

@@ -48,7 +48,8 @@ struct record_opts {
 	unsigned max_depth;
 	unsigned ringbuf_mb;
 	int verbose, quiet;
-	char **cmd; /* record -- CMD ARGS...: launch it */
+	char **cmd;		 /* record -- CMD ARGS...: launch it */
+	const char *source_root; /* pprof file names; NULL: the targets' root */
 };
 
 static const char doc[] =
@@ -106,6 +107,7 @@ enum {
 	OPT_SUBPROCESSES,
 	OPT_MAX_DEPTH,
 	OPT_RINGBUF,
+	OPT_SOURCE_ROOT,
 };
 
 static const struct argp_option options[] = {
@@ -123,6 +125,10 @@ static const struct argp_option options[] = {
     {"threads", OPT_THREADS, NULL, 0, "Keep threads apart (collapsed: pid:N;tid:N prefix)", 0},
     {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
+    {"source-root", OPT_SOURCE_ROOT, "DIR", 0,
+     "pprof: prefix source paths with DIR (default: the targets' root when all share one "
+     "that is not /, e.g. a chroot's; '/' for none)",
+     0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024, default 1024)", 0},
     {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
@@ -187,6 +193,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_FORCE:
 		o->force = 1;
+		break;
+	case OPT_SOURCE_ROOT:
+		o->source_root = arg;
 		break;
 	case OPT_MAX_DEPTH:
 		o->max_depth = (unsigned)cli_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
@@ -471,6 +480,24 @@ static char *help_filter(int key, const char *text, void *input)
 	return key == ARGP_KEY_HELP_POST_DOC ? profile_format_help(text, 0) : (char *)text;
 }
 
+/* The root every target with samples shares, if it is not the host's:
+ * frames name files as the target sees them, pprof -list opens them here. */
+static const char *common_root(const struct target_set *ts)
+{
+	const char *root = NULL;
+
+	for (int i = 0; i < ts->n; i++) {
+		const char *r = ts->t[i]->root;
+
+		if (!ts->t[i]->samples)
+			continue;
+		if (!*r || (root && strcmp(root, r)))
+			return NULL;
+		root = r;
+	}
+	return root && strcmp(root, "/") ? root : NULL;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {.rate_hz = 1000};
@@ -590,6 +617,7 @@ int cmd_record(int argc, char **argv)
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
+	po.source_root = o.source_root ? o.source_root : common_root(&ts);
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;

@@ -55,6 +55,14 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 	if (t->proc->cfg.off.version_hex == 0)
 		t->proc->cfg.off.version_hex = t->proc->bin.version_hex;
 	t->starttime = proc_starttime(pid);
+	{
+		char link[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+		n = readlink(link, t->root, sizeof(t->root));
+		t->root[n > 0 && (size_t)n < sizeof(t->root) ? n : 0] = 0;
+	}
 	t->since_ns = mono_ns();
 	t->cache = code_cache_new(&t->proc->mem, &t->proc->cfg.off, 0);
 	if (!t->cache) {

@@ -36,6 +36,9 @@ struct rec_target {
 	 * PID was taken from an image the PID had before an exec. */
 	uint64_t since_ns;
 	uint64_t samples, errors, idle;
+	/* readlink /proc/PID/root at registration ("/" on the host; empty if
+	 * longer than this): record's default --source-root. */
+	char root[256];
 	int exited; /* enum target_state */
 };
 
