@@ -64,7 +64,7 @@ static const char doc[] =
     "first, as 'qualname (file:line)'.\v"
     "By default every thread of the target is ptrace-stopped while its stacks are read and "
     "symbolized, then resumed: the snapshot is consistent, and the time the target was "
-    "stopped is printed ('stopped N threads for X us'). --nonblocking reads while the target "
+    "stopped is printed last ('Stopped the target for X us.'). --nonblocking reads while the target "
     "runs (nothing stopped; a stack may be torn, which is reported as an error, not shown).\n"
     "Per thread: the OS thread id as the host sees it, and beside it (ns tid) the id in "
     "the target's PID namespace where that differs, e.g. in a container (on Python <= 3.10, which "
