@@ -29,6 +29,8 @@
 #include "text_escape.h"
 
 #define MAX_PIDS 256
+/* -o may be given this many times: one recording, written in each format. */
+#define MAX_OUTPUTS 8
 /* How often the ring buffer is drained and new processes are looked for. */
 #define POLL_MS	      20
 #define SCAN_EVERY_MS 250
@@ -41,8 +43,9 @@ struct record_opts {
 	int poisson;
 	unsigned poisson_factor;
 	int wall, idle;
-	double duration; /* 0: until Ctrl-C */
-	const char *output;
+	double duration;		  /* 0: until Ctrl-C */
+	const char *outputs[MAX_OUTPUTS]; /* -o, repeatable */
+	int noutputs;
 	const struct profile_format *format; /* -f, from the format table */
 	int threads, no_lines, force;
 	unsigned max_depth;
@@ -68,7 +71,9 @@ static const char doc[] =
     "the wall clock the snapshot times are drawn in user space with exponential gaps on an "
     "absolute schedule (CV 1).\n"
     "OUTPUT (-o FILE, -f FORMAT; format from the extension by default): " PROFILE_FORMATS_MARK
-    ". Without -o, collapsed goes to stdout. An existing path (file, symlink, FIFO, device) "
+    ". Without -o, collapsed goes to stdout. Several -o write one recording in several "
+    "formats (each from its extension; -f only with one -o). An existing path (file, symlink, "
+    "FIFO, device) "
     "is refused without --force (exit 2); README \"Output files\" says what --force does "
     "with each.\n"
     "SUMMARY (stderr, at the end): samples per process (past 40 processes, the 40 with "
@@ -120,7 +125,10 @@ static const struct argp_option options[] = {
     {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
     {"idle", OPT_IDLE, NULL, 0, "Wall clock: keep samples of threads not running", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at Ctrl-C)", 0},
-    {"output", 'o', "FILE", 0, "Write the profile here (default: collapsed on stdout)", 0},
+    {"output", 'o', "FILE", 0,
+     "Write the profile here (default: collapsed on stdout); repeatable, each in the format "
+     "of its extension",
+     0},
     {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
     {"threads", OPT_THREADS, NULL, 0, "Keep threads apart (collapsed: pid:N;tid:N prefix)", 0},
     {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
@@ -178,7 +186,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration '%s'", arg);
 		break;
 	case 'o':
-		o->output = arg;
+		if (o->noutputs == MAX_OUTPUTS)
+			argp_error(state, "at most %d -o", MAX_OUTPUTS);
+		o->outputs[o->noutputs++] = arg;
 		break;
 	case 'f':
 		o->format = profile_format_find(arg, 0);
@@ -231,7 +241,8 @@ struct rec_ctx {
 	struct record_opts *o;
 	struct target_set *ts;
 	struct profile *prof;
-	FILE *raw; /* streaming raw output, or NULL */
+	FILE *raw;     /* streaming raw output, or NULL */
+	int aggregate; /* some output is written from the profile */
 	struct sym_frame *frames;
 	struct rec_target *last; /* target of the previous record */
 	struct launch *launch;	 /* record -- CMD, or NULL */
@@ -288,7 +299,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	c->samples++;
 	if (c->raw)
 		raw_write_sample(c->raw, &s);
-	else
+	if (c->aggregate)
 		profile_add(c->prof, &s);
 	code_cache_end_sample(t->cache);
 	return 0;
@@ -506,9 +517,9 @@ int cmd_record(int argc, char **argv)
 	struct bpf_sampler *s = NULL;
 	struct rec_ctx c = {.o = &o, .ts = &ts};
 	struct profile_out_opts po = {0};
-	struct out_file of = {0};
+	struct out_file of[MAX_OUTPUTS] = {{0}};
 	struct diag d = {0};
-	const struct profile_format *format;
+	const struct profile_format *formats[MAX_OUTPUTS], *format;
 	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
 	int ret = EXIT_OK;
 
@@ -528,20 +539,43 @@ int cmd_record(int argc, char **argv)
 	/* Until sampling starts a signal ends us, removing the temp output. */
 	if (signals_install(&d))
 		return diag_report(&d);
-	format = o.format   ? o.format
-		 : o.output ? profile_format_for_path(o.output)
-			    : profile_format_find("collapsed", 0);
-	if (!format) {
-		char *known = profile_format_list(0, 1, 0);
-
-		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
-			o.output, known ? known : "");
-		free(known);
+	if (o.format && o.noutputs > 1) {
+		fprintf(stderr, "bpfpy record: -f goes with one -o; with several, each file's "
+				"extension names its format\n");
 		return EXIT_USAGE;
 	}
+	for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++) {
+		const char *path = o.noutputs ? o.outputs[i] : NULL;
+
+		format = formats[i] = o.format ? o.format
+				      : path   ? profile_format_for_path(path)
+					       : profile_format_find("collapsed", 0);
+		if (!format) {
+			char *known = profile_format_list(0, 1, 0);
+
+			fprintf(stderr,
+				"bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
+				path, known ? known : "");
+			free(known);
+			return EXIT_USAGE;
+		}
+		if (format->flags & PROFILE_FMT_STREAM) {
+			if (c.raw) { /* one stream: a second would only repeat it */
+				fprintf(stderr, "bpfpy record: one raw output at most\n");
+				return EXIT_USAGE;
+			}
+			c.raw = stdout; /* the file, once opened below */
+		} else {
+			c.aggregate = 1;
+		}
+	}
+	c.raw = NULL;
 	/* Refuse an unwritable or existing output before sampling anything. */
-	if (o.output && out_file_open(&of, o.output, o.force, &d))
-		return diag_report(&d);
+	for (int i = 0; i < o.noutputs; i++)
+		if (out_file_open(&of[i], o.outputs[i], o.force, &d)) {
+			ret = diag_report(&d);
+			goto out;
+		}
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	ts.max_depth = o.max_depth;
 	ts.all = o.all;
@@ -557,8 +591,14 @@ int cmd_record(int argc, char **argv)
 	/* Only speedscope writes the profile's samples in time order (raw is
 	 * streamed, not kept). For the others the order is memory spent for
 	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
-	if (!(format->flags & PROFILE_FMT_ORDERED))
-		profile_set_max_ordered(c.prof, 0);
+	{
+		int ordered = 0;
+
+		for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)
+			ordered |= !!(formats[i]->flags & PROFILE_FMT_ORDERED);
+		if (!ordered)
+			profile_set_max_ordered(c.prof, 0);
+	}
 	{
 		struct bpf_sampler_opts so = {
 		    .rate_hz = o.rate_hz,
@@ -612,8 +652,9 @@ int cmd_record(int argc, char **argv)
 	launch_release(&l);
 	/* From here on INT, TERM and HUP end the run and keep what it got. */
 	signals_set_graceful(1);
-	if (format->flags & PROFILE_FMT_STREAM)
-		c.raw = o.output ? of.f : stdout;
+	for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)
+		if (formats[i]->flags & PROFILE_FMT_STREAM)
+			c.raw = o.noutputs ? of[i].f : stdout;
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
@@ -621,25 +662,26 @@ int cmd_record(int argc, char **argv)
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
-	if (ret == EXIT_OK && !c.raw) {
-		FILE *f = o.output ? of.f : stdout;
-		if (profile_format_write(format, f, c.prof, &po, &d))
+	for (int i = 0; ret == EXIT_OK && i < (o.noutputs ? o.noutputs : 1); i++) {
+		FILE *f = o.noutputs ? of[i].f : stdout;
+
+		if (!(formats[i]->flags & PROFILE_FMT_STREAM) &&
+		    profile_format_write(formats[i], f, c.prof, &po, &d))
 			ret = diag_report(&d);
 	}
-	if (o.output) {
-		if (ret == EXIT_OK && out_file_commit(&of, &d))
+	/* In order: after a failed commit the files not yet committed are removed. */
+	for (int i = 0; ret == EXIT_OK && i < o.noutputs; i++) {
+		if (out_file_commit(&of[i], &d))
 			ret = diag_report(&d);
-		else if (ret != EXIT_OK)
-			out_file_abort(&of);
 		else if (!o.quiet)
-			out_file_wrote("record", o.output, c.samples, format->name);
-		o.output = NULL;
-	} else {
-		fflush(stdout);
+			out_file_wrote("record", o.outputs[i], c.samples, formats[i]->name);
 	}
+	if (!o.noutputs)
+		fflush(stdout);
 out:
-	if (o.output)
-		out_file_abort(&of);
+	for (int i = 0; i < o.noutputs; i++)
+		if (of[i].f)
+			out_file_abort(&of[i]);
 	/* Launched: once the profile is written, CMD's status is ours. */
 	if (o.cmd && l.pid > 0) {
 		if (ret == EXIT_OK && launch_reap(&l))
