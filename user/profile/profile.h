@@ -180,6 +180,20 @@ int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_
 		     struct diag *d);
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
 int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
+/* Chrome Trace Event Format: the samples as a timeline (out_chrome.c). */
+int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		 struct diag *d);
+/* Its stack-frame table ("stackFrames", with "sf" ids), shared with trace's
+ * Chrome output: chrome_frames_add interns a stack given root first and
+ * returns the id of its leaf (-1 on ENOMEM or n = 0); chrome_frames_write
+ * writes '"stackFrames":{...}' (-1 if an add failed); chrome_put_meta writes
+ * one metadata event (what: "process_name" or "thread_name"). */
+struct chrome_frames;
+struct chrome_frames *chrome_frames_new(void);
+int64_t chrome_frames_add(struct chrome_frames *cf, const char *const *names, uint32_t n);
+int chrome_frames_write(FILE *f, const struct chrome_frames *cf);
+void chrome_frames_free(struct chrome_frames *cf);
+void chrome_put_meta(FILE *f, const char *what, uint32_t pid, uint32_t tid, const char *name);
 /* The raw format is a stream, one line per sample (grammar in out_raw.c).
  * raw_write_profile() replays the samples kept in time order, and fails if
  * any were aggregated past the bound: streams longer than that must be
