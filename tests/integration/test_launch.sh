@@ -1,0 +1,93 @@
+#!/bin/bash
+# bpfpy record -- CMD and trace -- CMD (issue 15, item 4), on every target:
+#   - record -- pyrun.sh LABEL launch_target.py exit 3: the profile holds
+#     launch_first (0.15 s of CPU at the very start: missed by anything that
+#     finds the process late) and launch_hot; bpfpy exits 3, CMD's status;
+#     pprof output: `go tool pprof -top` names <module> (not [[python]]);
+#   - (pyenv-3.12: shared libpython; sid-3.15: chroot) the same ending in
+#     SIGTERM: bpfpy exits 143 (128+15), profile written; --subprocesses
+#     with "child": the child Python's child_hot is sampled;
+#   - a command that does not exist: 127; the launched process is never left
+#     stopped or traced (it is gone when bpfpy returns: checked by pid);
+#   - trace --calls -- CMD (3.15, the target with function__entry): the first
+#     call is traced and the Chrome JSON passes chrome_tef.py.
+# For chroot targets the command is `scripts/pyrun.sh LABEL ...` itself:
+# bash, then chroot, then python, each exec'ing the next (followed through
+# every exec).
+. "$(dirname "$0")/lib.sh"
+use_bpfpy
+T=$PYDIR/launch_target.py
+PYRUN=$ROOT_DIR/scripts/pyrun.sh
+
+launch_one() { # run by each_target
+	local version=$1 label=$2 root=$3 rc t0 t1
+	echo "== $label ($version)"
+	t0=$(date +%s.%N)
+	timeout 120 "$BPFPY" record -F 1khz -o "$TMP/$label.folded" -o "$TMP/$label.pb.gz" -- \
+		"$PYRUN" "$label" "$T" exit 3 >"$TMP/$label.out" 2>"$TMP/$label.err"
+	rc=$?
+	t1=$(date +%s.%N)
+	sed 's/^/    /' "$TMP/$label.err" | grep -v '^    *\(ticks\|code cache\|effective\)'
+	[[ $rc == 3 ]] && ok "$label: record -- CMD exits 3, the command's status ($(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s)" ||
+		bad "$label: record -- CMD exited $rc, want 3"
+	for fn in launch_first launch_hot '<module>'; do
+		n=$(grep -F "$fn (" "$TMP/$label.folded" 2>/dev/null | awk '{s += $NF} END {print s + 0}')
+		((n > 0)) && ok "$label: $fn in the profile ($n samples)" || bad "$label: no $fn in the profile"
+	done
+	grep -q "wrote $TMP/$label.pb.gz ([0-9]* samples, pprof)" "$TMP/$label.err" &&
+		ok "$label: 'wrote FILE (N samples, FORMAT)' printed" || bad "$label: no 'wrote' line"
+	if go tool pprof -top "$TMP/$label.pb.gz" >"$TMP/$label.top" 2>&1; then
+		grep -q ' <module>$' "$TMP/$label.top" && ok "$label: go tool pprof -top shows <module>" ||
+			bad "$label: pprof -top has no <module>: $(head -n 12 "$TMP/$label.top" | tail -n 5)"
+		grep -q '\[\[python\]\]' "$TMP/$label.top" && bad "$label: pprof -top still shows [[python]]" ||
+			ok "$label: no [[python]] in pprof -top"
+	else
+		bad "$label: go tool pprof -top failed: $(tail -n 3 "$TMP/$label.top")"
+	fi
+
+	# The signal and --subprocesses runs: on two targets (a shared libpython,
+	# a chroot), the machine being shared; the launch itself is on all.
+	[[ $label == pyenv-3.12 || $label == sid-3.15 ]] || { finish; return; }
+	timeout 120 "$BPFPY" record -q -o "$TMP/$label.sig.folded" -- "$PYRUN" "$label" "$T" signal 2>"$TMP/$label.sig.err"
+	rc=$?
+	[[ $rc == 143 ]] && ok "$label: killed by SIGTERM: bpfpy exits 143" || bad "$label: signal run exited $rc, want 143: $(tail -n 2 "$TMP/$label.sig.err")"
+	grep -q 'launch_hot (' "$TMP/$label.sig.folded" 2>/dev/null && ok "$label: its profile written all the same" ||
+		bad "$label: no profile after the signal"
+
+	timeout 120 "$BPFPY" record -q --subprocesses -o "$TMP/$label.sub.folded" -- "$PYRUN" "$label" "$T" child 2>"$TMP/$label.sub.err"
+	rc=$?
+	[[ $rc == 0 ]] || bad "$label: --subprocesses run exited $rc: $(tail -n 2 "$TMP/$label.sub.err")"
+	n=$(grep -F 'child_hot (' "$TMP/$label.sub.folded" 2>/dev/null | awk '{s += $NF} END {print s + 0}')
+	((n > 0)) && ok "$label: --subprocesses samples the child Python ($n samples of child_hot)" ||
+		bad "$label: --subprocesses: no child_hot"
+	finish
+}
+each_target launch_one
+
+# A command that cannot be run, and the child's fate: not left stopped.
+"$BPFPY" record -q -- /nonexistent/bpfpy-no-such-cmd 2>"$TMP/nx.err"
+rc=$?
+[[ $rc == 127 ]] && ok "a missing command: exit 127 ($(head -n 1 "$TMP/nx.err"))" || bad "missing command: exit $rc, want 127"
+# -d shorter than the command: bpfpy ends, the command runs on, untraced.
+SLEEPER=$(mktemp "$TMP/sleeper.XXXXXX.py")
+printf 'import sys, time\nopen(sys.argv[1], "w").write("%%d\\n" %% __import__("os").getpid())\ntime.sleep(20)\n' >"$SLEEPER"
+timeout 60 "$BPFPY" record -q -d 1 -o "$TMP/d.folded" -- python3 "$SLEEPER" "$TMP/sleeper.pid" 2>"$TMP/d.err"
+rc=$?
+[[ $rc == 0 ]] && ok "-d 1 on a longer command: exit 0" || bad "-d 1: exit $rc: $(tail -n 2 "$TMP/d.err")"
+if wait_file "$TMP/sleeper.pid" 5; then
+	p=$(cat "$TMP/sleeper.pid")
+	PIDS+=("$p")
+	not_stopped "$p" "record -d 1 -- CMD"
+	kill "$p" 2>/dev/null
+else
+	bad "the sleeper never wrote its pid"
+fi
+
+# trace -- CMD on 3.15: the probes are in before the first call.
+if targets | grep -q $'\tsid-3.15\t'; then
+	timeout 90 "$BPFPY" trace -q --calls --threshold 0 -f chrome -o "$TMP/t.trace.json" -- "$PYRUN" sid-3.15 "$T" exit 5 2>"$TMP/t.err"
+	rc=$?
+	[[ $rc == 5 ]] && ok "trace -- CMD exits 5, the command's status" || bad "trace -- CMD exited $rc: $(tail -n 3 "$TMP/t.err")"
+	"$CHECKPY" "$CHECK/chrome_tef.py" "$TMP/t.trace.json" what="trace -f chrome (3.15)" names=launch_first,launch_hot || fails=$((fails + 1))
+fi
+finish
