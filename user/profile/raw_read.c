@@ -6,7 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A decimal field ending at a space: no sign, no leading '+', bounded. */
+/* Decimal as the writer prints it: no sign, no leading zero (but "0"). */
+static int canonical_digits(const char *s, size_t n)
+{
+	return n && (n == 1 || s[0] != '0');
+}
+
+/* A decimal field ending at a space: canonical, bounded. */
 static char *field_u(char *p, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -19,7 +25,7 @@ static char *field_u(char *p, uint64_t max, uint64_t *out)
 			return NULL;
 		v = v * 10 + dgt;
 	}
-	if (p == s || p - s > 20 || *p != ' ')
+	if (!canonical_digits(s, (size_t)(p - s)) || p - s > 20 || *p != ' ')
 		return NULL;
 	*out = v;
 	return p + 1;
@@ -41,10 +47,16 @@ static int parse_frame(char *fr, struct sym_frame *out)
 	open = strstr(fr, " (");
 	if (!colon || !open || colon < open + 2)
 		return -1;
+	{
+		const char *dg = colon + 1 + (colon[1] == '-');
+
+		if (!canonical_digits(dg, strspn(dg, "0123456789")) ||
+		    (dg > colon + 1 && !strcmp(dg, "0")))
+			return -1;
+	}
 	errno = 0;
 	line = strtol(colon + 1, &end, 10);
-	if (errno || *end || end == colon + 1 || line < INT_MIN || line > INT_MAX ||
-	    colon[1] == '+' || colon[1] == ' ')
+	if (errno || *end || end == colon + 1 || line < INT_MIN || line > INT_MAX)
 		return -1;
 	*colon = 0;
 	*open = 0;
