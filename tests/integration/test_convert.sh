@@ -18,10 +18,10 @@ PYRUN=$ROOT_DIR/scripts/pyrun.sh
 FORMATS="folded svg raw json trace.json pb.gz"
 
 convert_one() { # run by each_target
-	local version=$1 label=$2 root=$3 b=$TMP/$2 rc outs=() ext fmt
+	local version=$1 label=$2 root=$3 b=$TMP/$2 rc outs=() ext fmt want
 	echo "== $label ($version)"
 	for ext in $FORMATS; do outs+=(-o "$b.$ext"); done
-	timeout 120 "$BPFPY" record -q -F 997 "${outs[@]}" -- "$PYRUN" "$label" "$T" 2>"$b.err"
+	timeout 120 "$BPFPY" record -F 997 "${outs[@]}" -- "$PYRUN" "$label" "$T" 2>"$b.err"
 	rc=$?
 	[[ $rc == 0 ]] || { bad "$label: record exited $rc: $(tail -n 2 "$b.err")"; finish; }
 	n=$(wc -l <"$b.raw")
@@ -29,8 +29,10 @@ convert_one() { # run by each_target
 		timeout 30 "$BPFPY" convert -F 997 "$b.raw" -o "$b.conv.$ext" 2>"$b.conv.err"
 		rc=$?
 		[[ $rc == 0 ]] || { bad "$label: convert to .$ext exited $rc: $(cat "$b.conv.err")"; continue; }
-		grep -q "^bpfpy convert: wrote $b.conv.$ext ($n samples, " "$b.conv.err" ||
-			bad "$label: convert .$ext: no 'wrote FILE ($n samples, FORMAT)': $(cat "$b.conv.err")"
+		# The same count as record's own line for that file.
+		want=$(sed -n "s|^bpfpy record: wrote $b.$ext (\([0-9]*\) samples, .*|\1|p" "$b.err")
+		grep -q "^bpfpy convert: wrote $b.conv.$ext (${want:-?} samples, " "$b.conv.err" ||
+			bad "$label: convert .$ext: not 'wrote FILE (${want:-?} samples, FORMAT)' as record said: $(cat "$b.conv.err")"
 		case $ext in
 		folded | svg | raw)
 			cmp -s "$b.$ext" "$b.conv.$ext" && ok "$label: convert .$ext: byte for byte record's ($(stat -c %s "$b.$ext") bytes, $n samples)" ||

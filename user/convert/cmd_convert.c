@@ -251,7 +251,8 @@ int cmd_convert(int argc, char **argv)
 		if (out_file_commit(&of, &d)) {
 			ret = diag_report(&d);
 		} else if (!o.quiet) {
-			out_file_wrote("convert", o.output, n, format->name);
+			out_file_wrote("convert", o.output, c.raw ? n : c.prof->total,
+				       format->name);
 		}
 		o.output = NULL;
 	} else {

@@ -674,7 +674,11 @@ int cmd_record(int argc, char **argv)
 		if (out_file_commit(&of[i], &d))
 			ret = diag_report(&d);
 		else if (!o.quiet)
-			out_file_wrote("record", o.outputs[i], c.samples, formats[i]->name);
+			/* What the file holds: stacks without frames only in raw. */
+			out_file_wrote("record", o.outputs[i],
+				       formats[i]->flags & PROFILE_FMT_STREAM ? c.samples
+									      : c.prof->total,
+				       formats[i]->name);
 	}
 	if (!o.noutputs)
 		fflush(stdout);
