@@ -253,7 +253,7 @@ struct rec_ctx {
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct rec_ctx *c = arg;
-	struct rec_target *t = c->last;
+	struct rec_target *t = targets_of_record(c->ts, &c->last, h);
 	struct sym_sample s = {
 	    .ts_ns = h->ts_ns,
 	    .pid = h->pid,
@@ -262,13 +262,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
-	int unnamed = 0;
 
-	/* Consecutive records mostly come from one process: skip the scan of
-	 * every target (dead ones included, with -a) on the per-sample path. */
-	if (!t || t->exited || t->pid != (pid_t)h->pid)
-		t = c->last = targets_find(c->ts, (pid_t)h->pid);
-	if (!t || h->ts_ns < t->since_ns) { /* gone, or taken before an exec */
+	if (!t) { /* gone, or taken before an exec */
 		c->unknown_pid++;
 		return 0;
 	}
@@ -283,12 +278,9 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		t->idle++;
 		return 0;
 	}
-	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
-		unnamed |= code_cache_symbolize(t->cache, &frames[i], &c->frames[i]) != CODE_OK;
-	if (unnamed) {
+	if (targets_symbolize(t, h, frames, c->frames)) {
 		/* A frame we cannot name (its code was freed before we, or the
 		 * kernel, read it) makes no stack: an error of the sample. */
-		code_cache_end_sample(t->cache);
 		c->errors++;
 		t->errors++;
 		c->err_by_cause[WALK_ERR_UNNAMED]++;

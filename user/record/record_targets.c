@@ -24,6 +24,29 @@ struct rec_target *targets_find(struct target_set *ts, pid_t pid)
 	return NULL;
 }
 
+struct rec_target *targets_of_record(struct target_set *ts, struct rec_target **last,
+				     const struct sample_hdr *h)
+{
+	struct rec_target *t = *last;
+
+	/* Skip the scan of every target (dead ones too, with -a) per sample. */
+	if (!t || t->exited || t->pid != (pid_t)h->pid)
+		t = *last = targets_find(ts, (pid_t)h->pid);
+	return t && h->ts_ns >= t->since_ns ? t : NULL;
+}
+
+int targets_symbolize(struct rec_target *t, const struct sample_hdr *h,
+		      const struct frame_rec *frames, struct sym_frame *out)
+{
+	int unnamed = 0;
+
+	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
+		unnamed |= code_cache_symbolize(t->cache, &frames[i], &out[i]) != CODE_OK;
+	if (unnamed)
+		code_cache_end_sample(t->cache);
+	return unnamed ? -1 : 0;
+}
+
 int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 {
 	struct rec_target *t;

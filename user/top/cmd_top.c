@@ -182,7 +182,7 @@ struct top_ctx {
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct top_ctx *c = arg;
-	struct rec_target *t = c->last;
+	struct rec_target *t = targets_of_record(c->ts, &c->last, h);
 	struct sym_sample s = {
 	    .ts_ns = h->ts_ns,
 	    .pid = h->pid,
@@ -191,11 +191,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
-	int unnamed = 0;
 
-	if (!t || t->exited || t->pid != (pid_t)h->pid)
-		t = c->last = targets_find(c->ts, (pid_t)h->pid);
-	if (!t || h->ts_ns < t->since_ns)
+	if (!t)
 		return 0;
 	if (h->flags & SAMPLE_ERROR) {
 		c->errors++;
@@ -203,17 +200,15 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	}
 	if ((h->flags & SAMPLE_IDLE) && !c->o->idle)
 		return 0;
-	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
-		unnamed |= code_cache_symbolize(t->cache, &frames[i], &c->frames[i]) != CODE_OK;
-	if (!unnamed) {
-		s.nframes = h->nframes;
-		profile_add(c->prof, &s);
-		t->samples++;
-		c->samples++;
-		c->window++;
-	} else {
+	if (targets_symbolize(t, h, frames, c->frames)) {
 		c->errors++;
+		return 0;
 	}
+	s.nframes = h->nframes;
+	profile_add(c->prof, &s);
+	t->samples++;
+	c->samples++;
+	c->window++;
 	code_cache_end_sample(t->cache);
 	return 0;
 }
