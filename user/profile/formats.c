@@ -38,7 +38,8 @@ const struct profile_format profile_formats[] = {
      PROFILE_FMT_AGGREGATE},
     {"speedscope", ext_speedscope, no_alias, speedscope_write, NULL, PROFILE_FMT_ORDERED},
     {"pprof", ext_pprof, no_alias, pprof_write,
-     "gzip'd profile.proto, sample types samples/count and cpu|wall/nanoseconds",
+     "gzip'd profile.proto, sample types samples/count and cpu|wall/nanoseconds, labels pid, "
+     "tid, comm, gil=held, idle=yes",
      PROFILE_FMT_AGGREGATE},
     {"svg", ext_svg, no_alias, svg_write, "interactive flame graph", PROFILE_FMT_AGGREGATE},
     {"raw", ext_raw, no_alias, raw_write_all,

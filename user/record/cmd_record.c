@@ -72,7 +72,9 @@ static const char doc[] =
     "absolute schedule (CV 1).\n"
     "OUTPUT (-o FILE, -f FORMAT; format from the extension by default): " PROFILE_FORMATS_MARK
     ". Without -o, collapsed goes to stdout. Several -o write one recording in several "
-    "formats (each from its extension; -f only with one -o). An existing path (file, symlink, "
+    "formats (each from its extension; -f only with one -o); each file written is named on "
+    "stderr: 'bpfpy record: wrote FILE (N samples, FORMAT)', N the samples it holds. An "
+    "existing path (file, symlink, "
     "FIFO, device) "
     "is refused without --force (exit 2); README \"Output files\" says what --force does "
     "with each.\n"

@@ -78,10 +78,12 @@ static const char doc[] =
     "OUTPUT (-f): summary (default: top locations by hits; emitted, counted, when saturated; "
     "call latency count/total/mean/p50/p99 for entry/return pairs), chrome (trace-event "
     "JSON for Perfetto or chrome://tracing: B/E slices per thread for pairs, instant events "
-    "otherwise, arguments and the Python stack in args), or a profile format: " PROFILE_FORMATS_MARK
+    "otherwise, arguments and the Python stack in args, the stack also as sf into stackFrames, "
+    "process_name and thread_name metadata), or a profile format: " PROFILE_FORMATS_MARK
     " -- the hits as stacks with the probe as leaf frame, weighted by hits: counted-only "
     "hits go to their location's last stack. An existing -o path is refused without "
-    "--force (exit 2).\n\n"
+    "--force (exit 2); once written: 'bpfpy trace: wrote FILE (N samples, FORMAT)' on stderr "
+    "(N: events for chrome and summary, stacks' hits for a profile format).\n\n"
     "LAUNCH. bpfpy trace [OPTIONS] -- CMD ARGS... runs CMD as record -- CMD does (see "
     "bpfpy record --help): the probes are attached before its first bytecode, tracing "
     "ends when it exits, and bpfpy exits with its status (128+N for signal N).\n\n"
