@@ -227,7 +227,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!o->npids && !o->all && !o->cmd)
-			argp_error(state, "give -p PID, -a, or -- CMD ARGS...");
+			argp_error(state, "give -p PID or -a, or -- CMD ARGS...");
 		if (o->cmd && (o->npids || o->all))
 			argp_error(state, "-- CMD launches its own target: no -p or -a with it");
 		if (o->idle && !o->wall)
