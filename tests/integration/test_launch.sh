@@ -9,6 +9,8 @@
 #     with "child": the child Python's child_hot is sampled;
 #   - a command that does not exist: 127; the launched process is never left
 #     stopped or traced (it is gone when bpfpy returns: checked by pid);
+#   - Ctrl-C in tmux reaches the command (foreground group): exit 130, the
+#     profile written, the terminal given back;
 #   - trace --calls -- CMD (3.15, the target with function__entry): the first
 #     call is traced and the Chrome JSON passes chrome_tef.py.
 # For chroot targets the command is `scripts/pyrun.sh LABEL ...` itself:
@@ -81,6 +83,35 @@ if wait_file "$TMP/sleeper.pid" 5; then
 	kill "$p" 2>/dev/null
 else
 	bad "the sleeper never wrote its pid"
+fi
+
+# Ctrl-C in a terminal (tmux): the command, in the foreground group, gets
+# SIGINT and dies of it (Python re-raises it: 130); bpfpy, not interrupted
+# itself, writes the profile, exits 130 and gives the terminal back.
+if command -v tmux >/dev/null; then
+	sock=bpfpy-launch-$$
+	LOOP=$(mktemp "$TMP/loop.XXXXXX.py")
+	printf 'import sys\nopen(sys.argv[1], "w").write("ready\\n")\nwhile True:\n    sum(range(10000))\n' >"$LOOP"
+	tmux -L "$sock" new-session -d -x 150 -y 20 \
+		"$BPFPY record -q -o $TMP/cc.folded -- python3 $LOOP $TMP/cc.ready 2>$TMP/cc.err; echo LAUNCH-EXIT=\$?; stty -a | grep -o -- '-\\?icanon\\|-\\?echo ' | tr '\\n' ' '; echo; sleep 60"
+	if wait_file "$TMP/cc.ready" 30; then
+		tmux -L "$sock" send-keys C-c
+		for ((i = 0; i < 150; i++)); do
+			tmux -L "$sock" capture-pane -p | grep -q '^LAUNCH-EXIT=' && break
+			sleep 0.1
+		done
+		pane=$(tmux -L "$sock" capture-pane -p)
+		rc=$(sed -n 's/^LAUNCH-EXIT=//p' <<<"$pane")
+		[[ $rc == 130 ]] && ok "Ctrl-C reaches the launched command: bpfpy exits 130 (128+SIGINT)" ||
+			bad "Ctrl-C: bpfpy exit '${rc}', want 130: $(tr '\n' '|' <<<"$pane" | head -c 300)"
+		grep -q 'sum\|<module> (' "$TMP/cc.folded" 2>/dev/null && ok "Ctrl-C: the profile is written ($(awk '{s += $NF} END {print s + 0}' "$TMP/cc.folded") samples)" ||
+			bad "Ctrl-C: no profile: $(head -c 300 "$TMP/cc.err")"
+		grep -q '^icanon echo' <<<"$pane" && ok "Ctrl-C: the terminal is bpfpy's shell's again, canonical with echo" ||
+			bad "Ctrl-C: terminal mode after: $(grep icanon <<<"$pane")"
+	else
+		bad "Ctrl-C: the launched loop never started: $(head -c 300 "$TMP/cc.err")"
+	fi
+	tmux -L "$sock" kill-server 2>/dev/null
 fi
 
 # trace -- CMD on 3.15: the probes are in before the first call.
