@@ -3,6 +3,7 @@
 
 #include "monotime.h"
 #include "proc.h"
+#include "proc_maps.h"
 #include "py_process.h"
 #include "signals.h"
 #include "text_escape.h"
@@ -183,25 +184,60 @@ int launch_start(struct launch *l, char *const argv[], struct diag *d)
 
 enum { PROBE_NO, PROBE_LATER, PROBE_READY };
 
+/* Is addr in a writable mapping of pid? The loader first reserves a
+ * library's whole span with the file mapped at one offset, then maps each
+ * segment over it: until libpython's data segment is in place, _PyRuntime
+ * reads as whatever bytes of the file lie there (0xffffffff as the
+ * interpreter list head on pyenv's 3.12). */
+static int in_writable_map(pid_t pid, uint64_t addr)
+{
+	struct proc_maps m = {0};
+	struct diag d = {0};
+	int w = 0;
+
+	if (proc_maps_read(pid, &m, &d))
+		return 0;
+	for (size_t i = 0; i < m.n; i++)
+		if (addr >= m.v[i].start && addr < m.v[i].end) {
+			w = m.v[i].perms[1] == 'w';
+			break;
+		}
+	proc_maps_free(&m);
+	return w;
+}
+
 /* Is the current image an initialised CPython? Once its interpreter's file
  * is found uninitialised, later stops only read the interpreter list head. */
 static int probe(struct launch *l)
 {
 	static struct py_process p; /* large; one launch at a time */
 	struct diag d = {0};
-	uint64_t head = 0;
+	struct mem_reader m;
+	uint64_t v = 0;
 
-	if (l->interp_addr) {
-		struct mem_reader m;
+	mem_reader_init_pid(&m, l->pid);
+	if (l->gil_addr)
+		return !mem_read(&m, &v, sizeof(v), l->gil_addr) && v ? PROBE_READY : PROBE_LATER;
+	if (l->interp_addr && (mem_read(&m, &v, sizeof(v), l->interp_addr) || !v))
+		return PROBE_LATER;
+	if (!py_process_open(&p, l->pid, 0, &d)) {
+		uint64_t interp = 0;
 
-		mem_reader_init_pid(&m, l->pid);
-		if (mem_read(&m, &head, sizeof(head), l->interp_addr))
+		if (!in_writable_map(l->pid, p.cfg.runtime_addr))
+			return PROBE_LATER; /* at the next mmap, again */
+
+		/* Opened with the GIL not created yet, the holder address would
+		 * be read off a null pointer: wait for it (see launch.h). */
+		if (!p.extra.gil_per_interp)
+			return PROBE_READY;
+		if (mem_read(&p.mem, &interp, sizeof(interp),
+			     p.cfg.runtime_addr + p.cfg.off.runtime_interpreters_head) ||
+		    !interp)
 			return PROBE_LATER;
-		return head ? PROBE_READY : PROBE_LATER;
+		l->gil_addr = interp + p.extra.interp_ceval_gil;
+		return probe(l);
 	}
-	if (!py_process_open(&p, l->pid, 0, &d))
-		return PROBE_READY;
-	if (p.not_initialised) {
+	if (p.not_initialised && in_writable_map(l->pid, p.cfg.runtime_addr)) {
 		l->interp_addr = p.cfg.runtime_addr + p.cfg.off.runtime_interpreters_head;
 		return PROBE_LATER;
 	}
@@ -264,13 +300,14 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, struct di
 				close(l->errpipe);
 				l->errpipe = -1;
 			}
-			l->interp_addr = 0;
+			l->interp_addr = l->gil_addr = 0;
 			l->steps = 0;
 			l->syscall_entry = 1;
 			pr = probe(l);
 		} else if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
 			l->steps++;
-			pr = after_mmap(l) || l->interp_addr ? probe(l) : PROBE_LATER;
+			pr =
+			    after_mmap(l) || l->interp_addr || l->gil_addr ? probe(l) : PROBE_LATER;
 		} else {
 			int sig = WSTOPSIG(st);
 

@@ -14,7 +14,9 @@
  * EXITKILL): stopped at each of its execs (sh -> chroot -> python) and at its
  * system calls, and looked at after each mmap of a new image and, once the
  * interpreter's file is mapped, at each stop until _PyRuntime's interpreter
- * list is non-empty. That happens before the first bytecode runs (the
+ * list is non-empty (and, where the GIL hangs off the interpreter, 3.12+,
+ * until its pointer is set: the sampler reads the holder through it). Both
+ * happen before the first bytecode runs (the
  * frozen importlib is run after it), so the caller registers the process
  * while it is still stopped and sampling begins at its first instruction of
  * Python. Then it is detached and runs untraced. Every wait has a deadline;
@@ -48,6 +50,7 @@ struct launch {
 	int tty;	      /* the terminal handed to the command's group, or -1 */
 	pid_t saved_fg;	      /* foreground group to give the terminal back to */
 	uint64_t interp_addr; /* &_PyRuntime.interpreters.head, once mapped */
+	uint64_t gil_addr;    /* &interp->ceval.gil (3.12+), once the head is set */
 	int steps;	      /* system-call stops since the last exec */
 	int syscall_entry;    /* the next syscall stop is an entry */
 	long last_nr;	      /* number of the syscall being made */
