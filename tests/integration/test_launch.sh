@@ -1,6 +1,7 @@
 #!/bin/bash
 # bpfpy record -- CMD and trace -- CMD (issue 15, item 4), on every target:
-#   - record -- pyrun.sh LABEL launch_target.py exit 3: the profile holds
+#   - record -- pyrun.sh LABEL launch_target.py exit 3: samples know the GIL
+#     holder (registered once the interpreter and its GIL exist); the profile holds
 #     launch_first (0.15 s of CPU at the very start: missed by anything that
 #     finds the process late) and launch_hot; bpfpy exits 3, CMD's status;
 #     pprof output: `go tool pprof -top` names <module> (not [[python]]);
@@ -25,7 +26,7 @@ launch_one() { # run by each_target
 	local version=$1 label=$2 root=$3 rc t0 t1
 	echo "== $label ($version)"
 	t0=$(date +%s.%N)
-	timeout 120 "$BPFPY" record -F 1khz -o "$TMP/$label.folded" -o "$TMP/$label.pb.gz" -- \
+	timeout 120 "$BPFPY" record -F 1khz -o "$TMP/$label.folded" -o "$TMP/$label.pb.gz" -o "$TMP/$label.raw" -- \
 		"$PYRUN" "$label" "$T" exit 3 >"$TMP/$label.out" 2>"$TMP/$label.err"
 	rc=$?
 	t1=$(date +%s.%N)
@@ -36,6 +37,11 @@ launch_one() { # run by each_target
 		n=$(grep -F "$fn (" "$TMP/$label.folded" 2>/dev/null | awk '{s += $NF} END {print s + 0}')
 		((n > 0)) && ok "$label: $fn in the profile ($n samples)" || bad "$label: no $fn in the profile"
 	done
+	# Registered once its interpreter (and, 3.12+, its GIL) exists: the
+	# samples say whether the thread held the GIL (SAMPLE_GIL_KNOWN, bit 1).
+	n=$(awk '{ if (int($5 / 2) % 2) k++ } END { print k + 0 }' "$TMP/$label.raw" 2>/dev/null)
+	((n > 0)) && ok "$label: $n of $(wc -l <"$TMP/$label.raw") samples know the GIL holder" ||
+		bad "$label: no sample knows the GIL holder (registered before the interpreter was?)"
 	grep -q "wrote $TMP/$label.pb.gz ([0-9]* samples, pprof)" "$TMP/$label.err" &&
 		ok "$label: 'wrote FILE (N samples, FORMAT)' printed" || bad "$label: no 'wrote' line"
 	if go tool pprof -top "$TMP/$label.pb.gz" >"$TMP/$label.top" 2>&1; then
