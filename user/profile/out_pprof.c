@@ -263,9 +263,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		int has_comm = *b.strtab[p->nstrs + S__N + st->thread] != 0;
 		uint64_t *ids = &b.locids[at];
 		/* Samples per combination: neither, gil only, idle only, both. */
-		uint64_t both = st->ngil_idle,
-			 n[COMBOS] = {st->count - st->ngil - st->nidle + both, st->ngil - both,
-				      st->nidle - both, both};
+		uint64_t both = st->ngilidle, n[COMBOS] = {st->count - st->ngil - st->nidle + both,
+							   st->ngil - both, st->nidle - both, both};
 
 		for (uint32_t j = 0; j < st->nframes; j++)
 			b.locids[at++] = profile_frame_key(p, st->frames[j], o->no_lines) + 1;

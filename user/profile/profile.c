@@ -383,7 +383,7 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	st->count++;
 	st->nidle += !!(s->flags & SAMPLE_IDLE);
 	st->ngil += !!(s->flags & SAMPLE_GIL_HELD);
-	st->ngil_idle +=
+	st->ngilidle +=
 	    (s->flags & (SAMPLE_GIL_HELD | SAMPLE_IDLE)) == (SAMPLE_GIL_HELD | SAMPLE_IDLE);
 
 	t = &p->threads[th];

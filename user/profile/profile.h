@@ -62,8 +62,8 @@ struct prof_stack {
 	uint64_t count;
 	uint64_t nidle, ngil; /* samples with SAMPLE_IDLE, SAMPLE_GIL_HELD */
 	uint64_t first_ns, last_ns;
-	uint64_t nordered;  /* of count, how many sit in the thread's order */
-	uint64_t ngil_idle; /* of count, with both SAMPLE_GIL_HELD and SAMPLE_IDLE */
+	uint64_t nordered; /* of count, how many sit in the thread's order */
+	uint64_t ngilidle; /* of count, with both SAMPLE_GIL_HELD and SAMPLE_IDLE */
 };
 
 /* A sample kept in time order: enough to replay it (raw) or draw it in
