@@ -485,6 +485,19 @@ static char *help_filter(int key, const char *text, void *input)
 	return key == ARGP_KEY_HELP_POST_DOC ? profile_format_help(text, 0) : (char *)text;
 }
 
+/* A launched command is an initialised CPython, still stopped: register it
+ * (a failure is a note: the recording goes on for --subprocesses). */
+static void launch_ready(void *ctx, pid_t pid)
+{
+	struct diag d = {0};
+
+	if (targets_add(ctx, pid, &d)) {
+		fputs("bpfpy record: ", stderr);
+		text_put(stderr, d.msg);
+		fputc('\n', stderr);
+	}
+}
+
 /* The root every target with samples shares, if it is not the host's:
  * frames name files as the target sees them, pprof -list opens them here. */
 static const char *common_root(const struct target_set *ts)
@@ -625,25 +638,24 @@ int cmd_record(int argc, char **argv)
 		}
 		ts.launched = l.pid;
 		c.launch = &l;
+		l.on_ready = launch_ready;
+		l.ready_ctx = &ts;
 		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, &d);
 		if (r < 0) {
 			ret = diag_report(&d);
 			goto out;
 		}
 		/* Registered while still stopped: sampled from its start. */
-		if (r == 0 && targets_add(&ts, l.pid, &d)) {
-			fputs("bpfpy record: ", stderr);
-			text_put(stderr, d.msg);
-			fputc('\n', stderr);
-			d = (struct diag){0};
-		}
+		if (r == 0)
+			launch_ready(&ts, l.pid);
 	}
 	targets_scan(&ts);
 	if (bpf_sampler_start(s, &d)) {
 		ret = diag_report(&d);
 		goto out;
 	}
-	launch_release(&l);
+	if (!l.watching) /* a watched one stays traced until it execs Python */
+		launch_release(&l);
 	/* From here on INT, TERM and HUP end the run and keep what it got. */
 	signals_set_graceful(1);
 	for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)

@@ -223,6 +223,7 @@ static int probe(struct launch *l)
 	if (!py_process_open(&p, l->pid, 0, &d)) {
 		uint64_t interp = 0;
 
+		l->is_py = 1;
 		if (!in_writable_map(l->pid, p.cfg.runtime_addr))
 			return PROBE_LATER; /* at the next mmap, again */
 
@@ -235,8 +236,11 @@ static int probe(struct launch *l)
 		    !interp)
 			return PROBE_LATER;
 		l->gil_addr = interp + p.extra.interp_ceval_gil;
+		l->is_py = 1;
 		return probe(l);
 	}
+	if (p.not_initialised)
+		l->is_py = 1;
 	if (p.not_initialised && in_writable_map(l->pid, p.cfg.runtime_addr)) {
 		l->interp_addr = p.cfg.runtime_addr + p.cfg.off.runtime_interpreters_head;
 		return PROBE_LATER;
@@ -248,7 +252,7 @@ static void resume(struct launch *l, int sig)
 {
 	/* System calls are watched only while an image may yet map Python. */
 	enum __ptrace_request how =
-	    l->steps < LAUNCH_SYSCALLS_PER_IMAGE ? PTRACE_SYSCALL : PTRACE_CONT;
+	    !l->watching && l->steps < LAUNCH_SYSCALLS_PER_IMAGE ? PTRACE_SYSCALL : PTRACE_CONT;
 
 	ptrace(how, l->pid, NULL, (void *)(long)sig);
 }
@@ -269,71 +273,115 @@ static int after_mmap(struct launch *l)
 	return si.op == PTRACE_SYSCALL_INFO_EXIT && l->last_nr == SYS_mmap;
 }
 
+/* One wait status of the tracee, handled: 0 it was resumed, 1 it is an
+ * initialised CPython, left stopped, 2 it is no longer traced (exited, or
+ * detached to obey a stop signal; *why says which). */
+static int handle_stop(struct launch *l, int st, const char **why)
+{
+	int pr;
+
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		note_exit(l, st);
+		*why = "it exited first";
+		return 2;
+	}
+	if (!WIFSTOPPED(st))
+		return 0;
+	if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+		/* A new image: what was known of the old one is void. */
+		if (l->errpipe >= 0) { /* CLOEXEC: the exec went through */
+			close(l->errpipe);
+			l->errpipe = -1;
+		}
+		l->interp_addr = l->gil_addr = 0;
+		l->steps = 0;
+		l->is_py = 0;
+		l->exec_at = mono_s();
+		pr = probe(l);
+		/* A Python image is stepped to its interpreter; any other
+		 * image, once settled, is only watched for its next exec. */
+		if (pr != PROBE_NO)
+			l->watching = 0;
+	} else if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+		l->steps++;
+		pr = !l->watching && (after_mmap(l) || l->interp_addr || l->gil_addr) ? probe(l)
+										      : PROBE_LATER;
+	} else {
+		int sig = WSTOPSIG(st);
+
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+			/* It is to stop: let it, untraced, as if we were not here. */
+			ptrace(PTRACE_DETACH, l->pid, NULL, (void *)(long)sig);
+			l->traced = l->watching = 0;
+			*why = "it was stopped by a signal first";
+			return 2;
+		}
+		resume(l, sig); /* delivered as if untraced */
+		return 0;
+	}
+	if (pr == PROBE_READY)
+		return 1;
+	resume(l, 0);
+	return 0;
+}
+
 int launch_until_python(struct launch *l, double timeout_s, int quiet, struct diag *d)
 {
 	double deadline = mono_s() + timeout_s;
 	const char *why = "it did not become an initialised CPython in time";
-	int rc = 1, st, pr;
+	int rc = 1, st;
 	sigset_t old;
 	char ec[64], comm[32];
 
 	if (l->exited || !l->traced)
 		return 1;
 	block_chld(&old);
-	l->steps = 0;
-	ptrace(PTRACE_CONT, l->pid, NULL, NULL); /* to the exec */
+	if (!l->started) {
+		l->started = 1;
+		l->exec_at = mono_s();
+		ptrace(PTRACE_CONT, l->pid, NULL, NULL); /* to the exec */
+	}
 	for (;;) {
-		int r = wait_child(l->pid, &st, deadline);
+		/* An image that is not Python has LAUNCH_SETTLE_S to map one. */
+		double until = deadline;
+		int r, h;
 
-		if (r <= 0)
+		if (!l->is_py && l->started > 1 && l->exec_at + LAUNCH_SETTLE_S < until)
+			until = l->exec_at + LAUNCH_SETTLE_S;
+		r = wait_child(l->pid, &st, until);
+		if (r < 0)
 			break;
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			note_exit(l, st);
-			why = "it exited first";
+		if (r == 0) {
+			if (!l->is_py && l->started > 1 && mono_s() < deadline) {
+				l->watching = 1;
+				why = "it is not CPython (its execs are watched)";
+			}
 			break;
 		}
-		if (!WIFSTOPPED(st))
-			continue;
-		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
-			/* A new image: what was known of the old one is void. */
-			if (l->errpipe >= 0) { /* CLOEXEC: the exec went through */
-				close(l->errpipe);
-				l->errpipe = -1;
-			}
-			l->interp_addr = l->gil_addr = 0;
-			l->steps = 0;
-			l->syscall_entry = 1;
-			pr = probe(l);
-		} else if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-			l->steps++;
-			pr =
-			    after_mmap(l) || l->interp_addr || l->gil_addr ? probe(l) : PROBE_LATER;
-		} else {
-			int sig = WSTOPSIG(st);
-
-			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-				/* It is to stop: let it, untraced, as if we were not here. */
-				ptrace(PTRACE_DETACH, l->pid, NULL, (void *)(long)sig);
-				l->traced = 0;
-				why = "it was stopped by a signal first";
-				break;
-			}
-			resume(l, sig); /* delivered as if untraced */
-			continue;
-		}
-		if (pr == PROBE_READY) {
+		h = handle_stop(l, st, &why);
+		if (h == 1) {
 			rc = 0;
 			break;
 		}
-		resume(l, 0);
+		if (h == 2)
+			break;
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+			l->started = 2; /* past its first exec */
+		if (!l->is_py && l->steps >= LAUNCH_SETTLE_STEPS) {
+			l->watching = 1;
+			why = "it is not CPython (its execs are watched)";
+			break;
+		}
 	}
 	if (l->exited && l->exec_errno) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		take_tty(l);
+		if (!d)
+			return -1;
 		return diag_set(d, l->exec_errno == ENOENT ? 127 : 126, "cannot run %s: %s",
 				text_esc(l->argv0, ec, sizeof(ec)), strerror(l->exec_errno));
 	}
-	if (rc && l->traced)
+	if (rc && l->traced && !l->watching)
 		launch_release(l);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (rc && !quiet) {
@@ -344,10 +392,71 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, struct di
 	return rc;
 }
 
+int launch_poll(struct launch *l)
+{
+	const char *why;
+	int st;
+
+	while (l->traced && !l->exited && waitpid(l->pid, &st, WNOHANG | __WALL) == l->pid) {
+		int h = handle_stop(l, st, &why);
+
+		if (h == 2)
+			break;
+		/* An exec into Python: step it to its interpreter, bounded. */
+		if (h == 1 ||
+		    (!l->watching && launch_until_python(l, LAUNCH_READY_S, 1, NULL) == 0)) {
+			if (l->on_ready)
+				l->on_ready(l->ready_ctx, l->pid);
+			launch_release(l);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Detach a tracee that may be running (watched under PTRACE_CONT):
+ * PTRACE_DETACH needs a stop, and a TRACEME tracee can only be stopped by a
+ * signal. SIGSTOP it, detach at the first stop, then SIGCONT: a SIGSTOP
+ * still pending at the detach would stop it untraced, and SIGCONT discards
+ * it. Bounded: 3 s, then it is left to EXITKILL. */
+static void detach_running(struct launch *l)
+{
+	double deadline = mono_s() + 3.0;
+	sigset_t old;
+	int st;
+
+	block_chld(&old);
+	kill(l->pid, SIGSTOP);
+	while (wait_child(l->pid, &st, deadline) == 1) {
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			note_exit(l, st);
+			break;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		/* Another signal than ours is delivered on the way out. */
+		ptrace(PTRACE_DETACH, l->pid, NULL,
+		       (void *)(long)(WSTOPSIG(st) != SIGSTOP && !(WSTOPSIG(st) & 0x80) &&
+					      st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP
+					  ? WSTOPSIG(st)
+					  : 0));
+		l->traced = 0;
+		break;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (!l->exited)
+		kill(l->pid, SIGCONT);
+	l->watching = 0;
+}
+
 void launch_release(struct launch *l)
 {
 	if (!l->traced)
 		return;
+	if (l->watching) {
+		detach_running(l);
+		return;
+	}
 	/* PTRACE_DETACH needs a ptrace stop: it is in one whenever we get
 	 * here; if not (killed meanwhile), ESRCH is all that happens. */
 	ptrace(PTRACE_DETACH, l->pid, NULL, NULL);
@@ -360,6 +469,11 @@ int launch_reap(struct launch *l)
 
 	if (l->exited)
 		return 1;
+	/* A traced child's stops come through waitpid too: never eat one. */
+	if (l->traced) {
+		launch_poll(l);
+		return l->exited;
+	}
 	if (l->pid > 0 && waitpid(l->pid, &st, WNOHANG) == l->pid &&
 	    (WIFEXITED(st) || WIFSIGNALED(st)))
 		note_exit(l, st);

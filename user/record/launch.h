@@ -39,6 +39,12 @@
 /* System calls after an exec with no interpreter mapped: past this the image
  * is taken as not Python, and only its next exec is watched. */
 #define LAUNCH_SYSCALLS_PER_IMAGE 2000
+/* An image that maps no interpreter in this long (or this many system-call
+ * stops, past any loader's work) is not Python: it runs on, watched only
+ * at its execs (sh -c "...; python x.py" forks its Python: --subprocesses
+ * finds that one). */
+#define LAUNCH_SETTLE_S	    0.5
+#define LAUNCH_SETTLE_STEPS 600
 
 struct launch {
 	pid_t pid; /* the command; also its process group */
@@ -55,6 +61,14 @@ struct launch {
 	int syscall_entry;    /* the next syscall stop is an entry */
 	long last_nr;	      /* number of the syscall being made */
 	char *argv0;
+	int started;	/* 1 resumed to its exec, 2 past it */
+	int is_py;	/* the current image maps a CPython */
+	int watching;	/* traced under PTRACE_CONT: only its execs stop it */
+	double exec_at; /* when the current image was exec'd */
+	/* Called by launch_poll when a watched command exec'd a CPython that is
+	 * now initialised (still stopped: register it), before the detach. */
+	void (*on_ready)(void *ctx, pid_t pid);
+	void *ready_ctx;
 };
 
 /* Fork and exec argv (argv[0] looked up in PATH); the child is left in a
@@ -64,13 +78,21 @@ int launch_start(struct launch *l, char *const argv[], struct diag *d);
 /* Run the command until it is an initialised CPython process: 0 with it
  * still stopped (register it, then launch_release); 1 if it is not (it
  * exited, was stopped by a signal, or the deadline passed: it then runs
- * untraced, and a note went to stderr unless quiet); -1 with d set if it
+ * untraced; or its image is not Python: it runs on, watched (l->watching)
+ * so that launch_poll catches an exec into Python; a note went to stderr
+ * unless quiet); -1 with d set (d may be NULL after the first call) if it
  * could not be executed (exit code 127 for a command not found, 126 for
  * another execvp error, as env(1) does). */
 int launch_until_python(struct launch *l, double timeout_s, int quiet, struct diag *d);
 
-/* Detach: the command runs untraced from here. */
+/* Detach: the command runs untraced from here (a watched one is stopped
+ * for the detach and continued, bounded). */
 void launch_release(struct launch *l);
+
+/* Non-blocking, each turn of a loop while l->watching: handles the stops of
+ * the watched command; on an exec into CPython steps it to its interpreter,
+ * calls on_ready and detaches it: then 1. */
+int launch_poll(struct launch *l);
 
 /* Has the command exited? Reaps it (non-blocking): 1 once it has. */
 int launch_reap(struct launch *l);
