@@ -10,6 +10,9 @@
 #     with "child": the child Python's child_hot is sampled;
 #   - a command that does not exist: 127; the launched process is never left
 #     stopped or traced (it is gone when bpfpy returns: checked by pid);
+#   - sh -c "sleep; exec python" (watched, caught at the exec), sh -c
+#     "python; true" --subprocesses, -d 1 on a watched shell (detached, not
+#     stopped, runs to its end);
 #   - Ctrl-C in tmux reaches the command (foreground group): exit 130, the
 #     profile written, the terminal given back;
 #   - trace --calls -- CMD (3.15, the target with function__entry): the first
@@ -91,6 +94,28 @@ else
 	bad "the sleeper never wrote its pid"
 fi
 
+# A shell that execs Python later (watched, not stepped): still sampled from
+# the exec on; and one that only forks a Python: --subprocesses finds it.
+timeout 60 "$BPFPY" record -q -o "$TMP/sh.folded" -- sh -c "sleep 0.8; exec /usr/bin/python3 $T exit 6" 2>"$TMP/sh.err"
+rc=$?
+[[ $rc == 6 ]] && ok "sh -c 'sleep; exec python': exit 6, the command's status" || bad "sh -c exec: exit $rc: $(tail -n 2 "$TMP/sh.err")"
+grep -q 'launch_first (' "$TMP/sh.folded" 2>/dev/null && ok "sh -c 'sleep; exec python': launch_first sampled (caught at the exec)" ||
+	bad "sh -c exec: no launch_first: $(head -c 300 "$TMP/sh.err")"
+timeout 60 "$BPFPY" record -q --subprocesses -o "$TMP/shf.folded" -- sh -c "sleep 0.3; /usr/bin/python3 $T; true" 2>"$TMP/shf.err"
+rc=$?
+grep -q 'launch_hot (' "$TMP/shf.folded" 2>/dev/null && [[ $rc == 0 ]] && ok "sh -c 'python; true' --subprocesses: the forked Python sampled, exit 0" ||
+	bad "sh -c fork --subprocesses: exit $rc, $(grep -c . "$TMP/shf.folded" 2>/dev/null) lines: $(head -c 300 "$TMP/shf.err")"
+# -d ends while a watched (traced, running) shell goes on: detached, not
+# stopped, not killed (it writes its pid, then its mark after the sleep).
+timeout 60 "$BPFPY" record -q -d 1 -o "$TMP/shd.folded" -- sh -c "echo \$\$ >$TMP/shd.pid; sleep 3; echo done >$TMP/shd.mark" 2>"$TMP/shd.err"
+if wait_file "$TMP/shd.pid" 5; then
+	p=$(cat "$TMP/shd.pid")
+	kill -0 "$p" 2>/dev/null && not_stopped "$p" "record -d 1 -- sh (watched)"
+	wait_file "$TMP/shd.mark" 10 && ok "the watched shell ran to its end after bpfpy left" || bad "the watched shell never finished"
+else
+	bad "the watched shell never wrote its pid: $(head -c 300 "$TMP/shd.err")"
+fi
+
 # Ctrl-C in a terminal (tmux): the command, in the foreground group, gets
 # SIGINT and dies of it (Python re-raises it: 130); bpfpy, not interrupted
 # itself, writes the profile, exits 130 and gives the terminal back.
@@ -103,11 +128,11 @@ if command -v tmux >/dev/null; then
 	if wait_file "$TMP/cc.ready" 30; then
 		tmux -L "$sock" send-keys C-c
 		for ((i = 0; i < 150; i++)); do
-			tmux -L "$sock" capture-pane -p | grep -q '^LAUNCH-EXIT=' && break
+			tmux -L "$sock" capture-pane -p | grep -q 'LAUNCH-EXIT=' && break
 			sleep 0.1
 		done
 		pane=$(tmux -L "$sock" capture-pane -p)
-		rc=$(sed -n 's/^LAUNCH-EXIT=//p' <<<"$pane")
+		rc=$(grep -o 'LAUNCH-EXIT=[0-9]*' <<<"$pane" | cut -d= -f2)
 		[[ $rc == 130 ]] && ok "Ctrl-C reaches the launched command: bpfpy exits 130 (128+SIGINT)" ||
 			bad "Ctrl-C: bpfpy exit '${rc}', want 130: $(tr '\n' '|' <<<"$pane" | head -c 300)"
 		grep -q 'sum\|<module> (' "$TMP/cc.folded" 2>/dev/null && ok "Ctrl-C: the profile is written ($(awk '{s += $NF} END {print s + 0}' "$TMP/cc.folded") samples)" ||
