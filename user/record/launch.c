@@ -297,11 +297,10 @@ static int handle_stop(struct launch *l, int st, const char **why)
 		l->steps = 0;
 		l->is_py = 0;
 		l->exec_at = mono_s();
+		/* Every new image is stepped until it settles: a libpython
+		 * is mapped by its loader after the exec (pyenv's builds). */
+		l->watching = 0;
 		pr = probe(l);
-		/* A Python image is stepped to its interpreter; any other
-		 * image, once settled, is only watched for its next exec. */
-		if (pr != PROBE_NO)
-			l->watching = 0;
 	} else if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
 		l->steps++;
 		pr = !l->watching && (after_mmap(l) || l->interp_addr || l->gil_addr) ? probe(l)
