@@ -640,7 +640,7 @@ int cmd_record(int argc, char **argv)
 		c.launch = &l;
 		l.on_ready = launch_ready;
 		l.ready_ctx = &ts;
-		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, &d);
+		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, 0, &d);
 		if (r < 0) {
 			ret = diag_report(&d);
 			goto out;

@@ -324,7 +324,7 @@ static int handle_stop(struct launch *l, int st, const char **why)
 	return 0;
 }
 
-int launch_until_python(struct launch *l, double timeout_s, int quiet, struct diag *d)
+int launch_until_python(struct launch *l, double timeout_s, int quiet, int follow, struct diag *d)
 {
 	double deadline = mono_s() + timeout_s;
 	const char *why = "it did not become an initialised CPython in time";
@@ -345,15 +345,18 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, struct di
 		double until = deadline;
 		int r, h;
 
-		if (!l->is_py && l->started > 1 && l->exec_at + LAUNCH_SETTLE_S < until)
+		if (!l->is_py && !l->watching && l->started > 1 &&
+		    l->exec_at + LAUNCH_SETTLE_S < until)
 			until = l->exec_at + LAUNCH_SETTLE_S;
 		r = wait_child(l->pid, &st, until);
 		if (r < 0)
 			break;
 		if (r == 0) {
-			if (!l->is_py && l->started > 1 && mono_s() < deadline) {
+			if (!l->is_py && !l->watching && l->started > 1 && mono_s() < deadline) {
 				l->watching = 1;
 				why = "it is not CPython (its execs are watched)";
+				if (follow) /* resumed in PTRACE_CONT at its next stop */
+					continue;
 			}
 			break;
 		}
@@ -366,10 +369,11 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, struct di
 			break;
 		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
 			l->started = 2; /* past its first exec */
-		if (!l->is_py && l->steps >= LAUNCH_SETTLE_STEPS) {
+		if (!l->is_py && !l->watching && l->steps >= LAUNCH_SETTLE_STEPS) {
 			l->watching = 1;
 			why = "it is not CPython (its execs are watched)";
-			break;
+			if (!follow)
+				break;
 		}
 	}
 	if (l->exited && l->exec_errno) {
@@ -403,7 +407,7 @@ int launch_poll(struct launch *l)
 			break;
 		/* An exec into Python: step it to its interpreter, bounded. */
 		if (h == 1 ||
-		    (!l->watching && launch_until_python(l, LAUNCH_READY_S, 1, NULL) == 0)) {
+		    (!l->watching && launch_until_python(l, LAUNCH_READY_S, 1, 0, NULL) == 0)) {
 			if (l->on_ready)
 				l->on_ready(l->ready_ctx, l->pid);
 			launch_release(l);

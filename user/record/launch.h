@@ -80,10 +80,12 @@ int launch_start(struct launch *l, char *const argv[], struct diag *d);
  * exited, was stopped by a signal, or the deadline passed: it then runs
  * untraced; or its image is not Python: it runs on, watched (l->watching)
  * so that launch_poll catches an exec into Python; a note went to stderr
- * unless quiet); -1 with d set (d may be NULL after the first call) if it
+ * unless quiet; with follow, a watched image is followed through its execs
+ * until the deadline instead); -1 with d set (d may be NULL after the first
+ * call) if it
  * could not be executed (exit code 127 for a command not found, 126 for
  * another execvp error, as env(1) does). */
-int launch_until_python(struct launch *l, double timeout_s, int quiet, struct diag *d);
+int launch_until_python(struct launch *l, double timeout_s, int quiet, int follow, struct diag *d);
 
 /* Detach: the command runs untraced from here (a watched one is stopped
  * for the detach and continued, bounded). */

@@ -576,7 +576,8 @@ int cmd_trace(int argc, char **argv)
 		if (launch_start(&l, o.cmd, &d))
 			return diag_report(&d);
 		c.launch = &l;
-		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, &d);
+		/* Nothing to trace until it is Python: follow its execs. */
+		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, 1, &d);
 		if (r) {
 			if (r > 0)
 				diag_set(&d, EXIT_NOT_PYTHON,
