@@ -354,7 +354,6 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, int follo
 		if (r == 0) {
 			if (!l->is_py && !l->watching && l->started > 1 && mono_s() < deadline) {
 				l->watching = 1;
-				why = "it is not CPython (its execs are watched)";
 				if (follow) /* resumed in PTRACE_CONT at its next stop */
 					continue;
 			}
@@ -371,7 +370,6 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, int follo
 			l->started = 2; /* past its first exec */
 		if (!l->is_py && !l->watching && l->steps >= LAUNCH_SETTLE_STEPS) {
 			l->watching = 1;
-			why = "it is not CPython (its execs are watched)";
 			if (!follow)
 				break;
 		}
@@ -389,8 +387,15 @@ int launch_until_python(struct launch *l, double timeout_s, int quiet, int follo
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (rc && !quiet) {
 		proc_comm(l->pid, comm, sizeof(comm));
-		fprintf(stderr, "bpfpy: pid %d (%s) not sampled from its start: %s\n", l->pid,
-			text_esc(l->exited ? l->argv0 : comm, ec, sizeof(ec)), why);
+		if (l->watching)
+			fprintf(
+			    stderr,
+			    "bpfpy: pid %d (%s) is not CPython: watching its execs (its children: "
+			    "--subprocesses)\n",
+			    l->pid, text_esc(comm, ec, sizeof(ec)));
+		else
+			fprintf(stderr, "bpfpy: pid %d (%s) not sampled from its start: %s\n",
+				l->pid, text_esc(l->exited ? l->argv0 : comm, ec, sizeof(ec)), why);
 	}
 	return rc;
 }
