@@ -22,6 +22,8 @@ static const struct {
     {"record", cmd_record, "sample stacks in the kernel (cpu or wall clock) and write a profile"},
     {"oracle", cmd_oracle, "measure how truthful each sampling mode is on known programs"},
     {"trace", cmd_trace, "Python stacks at USDT/uprobe events, with adaptive de-instrumentation"},
+    {"top", cmd_top, "a live view of the functions using the CPU, refreshed each second"},
+    {"convert", cmd_convert, "a raw recording into any other format, with record's writers"},
 };
 
 static void usage(FILE *f)

@@ -370,19 +370,20 @@ static FILE *pprof_cmd(const char *args, const char *path)
 
 static void test_pprof(void **state)
 {
-	/* pprof -top shortens names the way it shortens C++ templates, so
-	 * "<&>\"'" shows as "\"'"; the full name is checked with -raw below. */
+	/* pprof -top shortens names the way it shortens C++ templates when
+	 * system_name is set; it is empty, so "<&>\"'" shows whole (as
+	 * <module> and <lambda> do, issue 15). */
 	static const struct {
 		const struct sym_frame *fr;
 		const char *shown;
 	} leaves[] = {{&F_RUN, "Server.run"},  {&F_HELLO, "h\xc3\xa9llo"}, {&F_FIB, "fib"},
-		      {&F_SEMI, "semi;colon"}, {&F_MARK, "\"'"},	   {&F_JSON, "dumps"}};
+		      {&F_SEMI, "semi;colon"}, {&F_MARK, "<&>\"'"},	   {&F_JSON, "dumps"}};
 	struct profile_out_opts o = {0};
 	struct diag d = {0};
 	uint64_t total, got[6] = {0}, sum = 0;
 	struct profile *p = make_profile(0, &total);
 	char line[4096];
-	int header = 0, nlines = 0, full = 0;
+	int header = 0, nlines = 0, full = 0, gil = 0;
 	FILE *f;
 
 	(void)state;
@@ -439,9 +440,12 @@ static void test_pprof(void **state)
 		full += strstr(line, "samples/count[dflt] cpu/nanoseconds") != NULL;
 		full += strstr(line, "pid:[200] tid:[201]") != NULL;
 		full += strstr(line, "Period: 10000000") != NULL;
+		gil += strstr(line, "gil:[held]") != NULL;
 	}
 	assert_int_equal(pclose(f), 0);
 	assert_true(full >= 4);
+	/* Only the GIL-holding sample of the table is labelled so. */
+	assert_int_equal(gil, 1);
 
 	/* no_lines loads too and counts the same. */
 	f = pprof_cmd("-top -nodecount=100", path_in("n.pprof"));
@@ -713,7 +717,7 @@ static void test_format_table(void **state)
 	assert_non_null(profile_format_find("svg", PROFILE_FMT_AGGREGATE));
 	assert_ptr_equal(profile_format_for_path("x.FOLDED"), f);
 	list = profile_format_list(0, 0, 0);
-	assert_string_equal(list, "collapsed, speedscope, pprof, svg, raw");
+	assert_string_equal(list, "collapsed, speedscope, pprof, svg, raw, chrome");
 	free(list);
 	list = profile_format_list(PROFILE_FMT_AGGREGATE, 0, 0);
 	assert_string_equal(list, "collapsed, pprof, svg");

@@ -10,6 +10,8 @@ int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_oracle(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* Shared by the argp parsers. */
 extern const char *bpfpy_version;

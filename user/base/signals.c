@@ -103,7 +103,7 @@ static void on_signal(int sig)
 	int saved = errno;
 
 	if (graceful && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) {
-		stop_requested = 1;
+		stop_requested = sig; /* which one: record -- CMD forwards it */
 		errno = saved;
 		return;
 	}
@@ -157,6 +157,14 @@ void signals_set_graceful(int on)
 int signals_stop_requested(void)
 {
 	return stop_requested;
+}
+
+int signals_take_stop(void)
+{
+	int sig = stop_requested;
+
+	stop_requested = 0;
+	return sig;
 }
 
 void signals_set_release_hook(void (*fn)(void))

@@ -37,7 +37,10 @@ int signals_install(struct diag *d);
  * (record and trace then write what they have); the other signals still end
  * bpfpy. With off (the default), they end it like the rest. */
 void signals_set_graceful(int on);
-int signals_stop_requested(void);
+int signals_stop_requested(void); /* the signal (INT, TERM, HUP), or 0 */
+/* The signal of a stop request, cleared: a launched command's bpfpy
+ * forwards it and goes on until the command exits. */
+int signals_take_stop(void);
 
 /* Called first by every handler (except a graceful stop request). Must be
  * async-signal-safe. One hook: the stopper registry. */

@@ -28,6 +28,7 @@ static const char *const ext_speedscope[] = {".json", NULL};
 static const char *const ext_pprof[] = {".pb.gz", ".pprof", NULL};
 static const char *const ext_svg[] = {".svg", NULL};
 static const char *const ext_raw[] = {".raw", NULL};
+static const char *const ext_chrome[] = {".trace.json", ".chrome.json", NULL};
 static const char *const alias_collapsed[] = {"folded", NULL};
 static const char *const no_alias[] = {NULL};
 
@@ -37,11 +38,16 @@ const struct profile_format profile_formats[] = {
      PROFILE_FMT_AGGREGATE},
     {"speedscope", ext_speedscope, no_alias, speedscope_write, NULL, PROFILE_FMT_ORDERED},
     {"pprof", ext_pprof, no_alias, pprof_write,
-     "gzip'd profile.proto, sample types samples/count and cpu|wall/nanoseconds",
+     "gzip'd profile.proto, sample types samples/count and cpu|wall/nanoseconds, labels pid, "
+     "tid, comm, gil=held, idle=yes",
      PROFILE_FMT_AGGREGATE},
     {"svg", ext_svg, no_alias, svg_write, "interactive flame graph", PROFILE_FMT_AGGREGATE},
     {"raw", ext_raw, no_alias, raw_write_all,
      "one line per sample 'ts_ns pid tid cpu flags stack', stack leaf first", PROFILE_FMT_STREAM},
+    {"chrome", ext_chrome, no_alias, chrome_write,
+     "Trace Event JSON for Perfetto or chrome://tracing: per thread, nested slices from "
+     "the samples in time order, stackFrames, process and thread names",
+     PROFILE_FMT_ORDERED},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 
@@ -65,13 +71,19 @@ const struct profile_format *profile_format_find(const char *name, unsigned need
 	return NULL;
 }
 
+/* The longest extension wins: ".trace.json" is chrome, ".json" speedscope. */
 const struct profile_format *profile_format_for_path(const char *path)
 {
+	const struct profile_format *best = NULL;
+	size_t best_len = 0;
+
 	for (const struct profile_format *f = profile_formats; path && f->name; f++)
 		for (const char *const *e = f->extensions; *e; e++)
-			if (ends_with(path, *e))
-				return f;
-	return NULL;
+			if (ends_with(path, *e) && strlen(*e) > best_len) {
+				best = f;
+				best_len = strlen(*e);
+			}
+	return best;
 }
 
 const char *profile_format_from_path(const char *path)

@@ -7,9 +7,16 @@
  * Location per (function, line); under no_lines one Location per Function,
  * at its first line. Each stack of each thread is one Sample, leaf first,
  * with values [samples/count, cpu|wall/nanoseconds] and numeric labels pid
- * and tid (plus comm), so `-tagfocus=tid=N` isolates a thread. The default
- * sample type is the count, so what `pprof -top` shows first is exactly what
- * the folded output counts.
+ * and tid (plus comm), so `-tagfocus=tid=N` isolates a thread. A stack whose
+ * samples differ in their GIL and idle flags is split into one Sample per
+ * combination, labelled gil=held and idle=yes where set (absent: not known
+ * to hold the GIL, running), so `-tagfocus=gil=held` keeps the holders. The
+ * default sample type is the count, so what `pprof -top` shows first is
+ * exactly what the folded output counts.
+ *
+ * Function.system_name is left empty: pprof runs its C++ demangler on it
+ * and shows every name with '<' in it (`<module>`, `<lambda>`, `<listcomp>`)
+ * as "[[python]]" when system_name equals the name.
  */
 #include "profile.h"
 #include "profile.pb-c.h"
@@ -46,9 +53,15 @@ struct build {
 	PSample **samplep;
 	uint64_t *locids;
 	int64_t *values;
-	PLabel *labels; /* 3 per thread */
-	PLabel **labelp;
+	PLabel *labels;	 /* 3 per thread, then gil=held and idle=yes */
+	PLabel **labelp; /* LABELS_PER per (thread, flag combination) */
+	char **rooted;	 /* per function: source_root + file, or NULL */
 };
+
+/* Each (thread, gil, idle) combination has its own label list: pid, tid,
+ * comm, then gil and idle where set. */
+#define COMBOS	   4 /* bit 0: gil held, bit 1: idle */
+#define LABELS_PER 5
 
 static void build_free(struct build *b)
 {
@@ -65,6 +78,9 @@ static void build_free(struct build *b)
 	free(b->values);
 	free(b->labels);
 	free(b->labelp);
+	for (uint32_t i = 0; b->rooted && b->rooted[i] != (char *)-1; i++)
+		free(b->rooted[i]);
+	free(b->rooted);
 }
 
 static int gzip_to(FILE *f, const uint8_t *data, size_t len)
@@ -97,12 +113,30 @@ static int gzip_to(FILE *f, const uint8_t *data, size_t len)
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
 {
 	/* Strings of our own, after the profile's interned ones. */
-	enum { S_SAMPLES, S_COUNT, S_CLOCK, S_NS, S_PID, S_TID, S_COMM, S_MAP, S__N };
-	const char *extra[S__N] = {"samples", "count", p->clock, "nanoseconds",
-				   "pid",     "tid",   "comm",	 "[python]"};
+	enum {
+		S_SAMPLES,
+		S_COUNT,
+		S_CLOCK,
+		S_NS,
+		S_PID,
+		S_TID,
+		S_COMM,
+		S_MAP,
+		S_GIL,
+		S_HELD,
+		S_IDLE,
+		S_YES,
+		S__N
+	};
+	const char *extra[S__N] = {"samples", "count",	  p->clock, "nanoseconds", "pid",  "tid",
+				   "comm",    "[python]", "gil",    "held",	   "idle", "yes"};
 	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
-	uint64_t nlocids = 0, at = 0;
-	size_t nstr = p->nstrs + S__N + p->nthreads, len;
+	uint64_t nlocids = 0, at = 0, nsamples = 0, nrooted = 0;
+	uint32_t lgil = 3 * p->nthreads, lidle = lgil + 1;
+	size_t nstr = p->nstrs + S__N + p->nthreads + p->nfuncs, len;
+	const char *root = o->source_root && *o->source_root && strcmp(o->source_root, "/")
+			       ? o->source_root
+			       : NULL;
 	struct build b;
 	uint8_t *buf = NULL;
 	int rc = -1;
@@ -111,6 +145,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	 * profile anyone can load; no need to guard it separately. */
 	for (uint32_t i = 0; i < p->nstacks; i++)
 		nlocids += p->stacks[i].nframes;
+	nsamples = (uint64_t)p->nstacks * COMBOS;
 	memset(&b, 0, sizeof(b));
 	b.strtab = calloc(nstr, sizeof(*b.strtab));
 	b.funcs = calloc(p->nfuncs + 1, sizeof(*b.funcs));
@@ -119,14 +154,18 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.locp = calloc(nloc + 1, sizeof(*b.locp));
 	b.lines = calloc(nloc + 1, sizeof(*b.lines));
 	b.linep = calloc(nloc + 1, sizeof(*b.linep));
-	b.samples = calloc(p->nstacks + 1, sizeof(*b.samples));
-	b.samplep = calloc(p->nstacks + 1, sizeof(*b.samplep));
+	b.samples = calloc(nsamples + 1, sizeof(*b.samples));
+	b.samplep = calloc(nsamples + 1, sizeof(*b.samplep));
 	b.locids = calloc(nlocids + 1, sizeof(*b.locids));
-	b.values = calloc(2 * (size_t)p->nstacks + 1, sizeof(*b.values));
-	b.labels = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labels));
-	b.labelp = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labelp));
+	b.values = calloc(2 * nsamples + 1, sizeof(*b.values));
+	b.labels = calloc(3 * (size_t)p->nthreads + 2, sizeof(*b.labels));
+	b.labelp = calloc((size_t)COMBOS * LABELS_PER * p->nthreads + 1, sizeof(*b.labelp));
+	b.rooted = calloc(p->nfuncs + 1, sizeof(*b.rooted));
+	if (b.rooted)
+		b.rooted[p->nfuncs] = (char *)-1; /* the end, for build_free */
 	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
-	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp) {
+	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp ||
+	    !b.rooted) {
 		diag_errno(d, ENOMEM, "pprof output");
 		goto out;
 	}
@@ -143,8 +182,24 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 
 		perftools__profiles__function__init(fn);
 		fn->id = i + 1;
-		fn->name = fn->system_name = p->funcs[i].name;
+		fn->name = p->funcs[i].name;
+		fn->system_name = 0; /* see the top of the file */
 		fn->filename = p->funcs[i].file;
+		/* Absolute names only: "<frozen ...>" and "<string>" are no files. */
+		if (root && profile_str(p, p->funcs[i].file)[0] == '/') {
+			const char *file = profile_str(p, p->funcs[i].file);
+			size_t n = strlen(root) + strlen(file) + 1;
+
+			b.rooted[i] = malloc(n);
+			if (!b.rooted[i]) {
+				diag_errno(d, ENOMEM, "pprof output");
+				goto out;
+			}
+			/* "/" + "/x" is "//x", harmless; DIR/ + "/x" likewise. */
+			snprintf(b.rooted[i], n, "%s%s", root, file);
+			b.strtab[p->nstrs + S__N + p->nthreads + nrooted] = b.rooted[i];
+			fn->filename = (int64_t)(p->nstrs + S__N + p->nthreads + nrooted++);
+		}
 		fn->start_line = p->funcs[i].firstlineno;
 		b.funcp[i] = fn;
 	}
@@ -168,14 +223,31 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		l->line = &b.linep[i];
 		b.locp[i] = l;
 	}
+	perftools__profiles__label__init(&b.labels[lgil]);
+	perftools__profiles__label__init(&b.labels[lidle]);
+	b.labels[lgil].key = SID(S_GIL);
+	b.labels[lgil].str = SID(S_HELD);
+	b.labels[lidle].key = SID(S_IDLE);
+	b.labels[lidle].str = SID(S_YES);
 	/* Three labels per thread, shared by all its samples. */
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		PLabel *l = &b.labels[3 * t];
 		const char *comm = profile_comm(p, p->threads[t].pid);
 
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 3; k++)
 			perftools__profiles__label__init(&l[k]);
-			b.labelp[3 * t + k] = &l[k];
+		for (int c = 0; c < COMBOS; c++) {
+			PLabel **lp = &b.labelp[((size_t)t * COMBOS + c) * LABELS_PER];
+			int n = 0;
+
+			lp[n++] = &l[0];
+			lp[n++] = &l[1];
+			if (comm && *comm)
+				lp[n++] = &l[2];
+			if (c & 1)
+				lp[n++] = &b.labels[lgil];
+			if (c & 2)
+				lp[n++] = &b.labels[lidle];
 		}
 		l[0].key = SID(S_PID);
 		l[0].num = p->threads[t].pid;
@@ -185,23 +257,35 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		b.strtab[p->nstrs + S__N + t] = (char *)(comm ? comm : "");
 		l[2].str = SID(S__N + t);
 	}
+	nsamples = 0;
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct prof_stack *st = &p->stacks[i];
-		PSample *s = &b.samples[i];
 		int has_comm = *b.strtab[p->nstrs + S__N + st->thread] != 0;
+		uint64_t *ids = &b.locids[at];
+		/* Samples per combination: neither, gil only, idle only, both. */
+		uint64_t both = st->ngilidle, n[COMBOS] = {st->count - st->ngil - st->nidle + both,
+							   st->ngil - both, st->nidle - both, both};
 
-		perftools__profiles__sample__init(s);
-		s->n_location_id = st->nframes;
-		s->location_id = &b.locids[at];
 		for (uint32_t j = 0; j < st->nframes; j++)
 			b.locids[at++] = profile_frame_key(p, st->frames[j], o->no_lines) + 1;
-		s->n_value = 2;
-		s->value = &b.values[2 * (size_t)i];
-		s->value[0] = (int64_t)st->count;
-		s->value[1] = (int64_t)(st->count * p->period_ns);
-		s->n_label = has_comm ? 3 : 2;
-		s->label = &b.labelp[3 * (size_t)st->thread];
-		b.samplep[i] = s;
+		for (int c = 0; c < COMBOS; c++) {
+			PSample *s = &b.samples[nsamples];
+
+			/* The stack's own count (trace's counted-only hits have no
+			 * flags) must survive even when every split is empty. */
+			if (!n[c] && (c || st->count))
+				continue;
+			perftools__profiles__sample__init(s);
+			s->n_location_id = st->nframes;
+			s->location_id = ids;
+			s->n_value = 2;
+			s->value = &b.values[2 * nsamples];
+			s->value[0] = (int64_t)n[c];
+			s->value[1] = (int64_t)(n[c] * p->period_ns);
+			s->n_label = (size_t)(2 + has_comm + (c & 1) + !!(c & 2));
+			s->label = &b.labelp[((size_t)st->thread * COMBOS + c) * LABELS_PER];
+			b.samplep[nsamples++] = s;
+		}
 	}
 
 	for (int i = 0; i < 3; i++)
@@ -226,13 +310,13 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.prof.mapping = &b.mapp;
 	b.prof.n_sample_type = 2;
 	b.prof.sample_type = b.vtp;
-	b.prof.n_sample = p->nstacks;
+	b.prof.n_sample = nsamples;
 	b.prof.sample = b.samplep;
 	b.prof.n_location = nloc;
 	b.prof.location = b.locp;
 	b.prof.n_function = p->nfuncs;
 	b.prof.function = b.funcp;
-	b.prof.n_string_table = nstr;
+	b.prof.n_string_table = p->nstrs + S__N + p->nthreads + nrooted;
 	b.prof.string_table = b.strtab;
 	if (p->total) {
 		b.prof.time_nanos = (int64_t)p->first_ns + p->realtime_off;

@@ -353,6 +353,8 @@ static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t
 	st->count++;
 	st->nidle += !!(s->flags & SAMPLE_IDLE);
 	st->ngil += !!(s->flags & SAMPLE_GIL_HELD);
+	st->ngilidle +=
+	    (s->flags & (SAMPLE_GIL_HELD | SAMPLE_IDLE)) == (SAMPLE_GIL_HELD | SAMPLE_IDLE);
 
 	if (!t->count || s->ts_ns < t->first_ns)
 		t->first_ns = s->ts_ns;

@@ -63,6 +63,7 @@ struct prof_stack {
 	uint64_t nidle, ngil; /* samples with SAMPLE_IDLE, SAMPLE_GIL_HELD */
 	uint64_t first_ns, last_ns;
 	uint64_t nordered; /* of count, how many sit in the thread's order */
+	uint64_t ngilidle; /* of count, with both SAMPLE_GIL_HELD and SAMPLE_IDLE */
 };
 
 /* A sample kept in time order: enough to replay it (raw) or draw it in
@@ -128,6 +129,9 @@ struct profile_out_opts {
 	int no_lines;	   /* aggregate by function, not by line */
 	int force;	   /* overwrite an existing file or symlink */
 	const char *title; /* SVG title; NULL for a default */
+	/* pprof: prefixed to every absolute file name, so that `go tool pprof
+	 * -list` opens a chroot's or container's sources from the host. */
+	const char *source_root;
 };
 
 /* clock: "cpu" or "wall" (anything else is taken as "cpu"). NULL on ENOMEM. */
@@ -213,6 +217,20 @@ int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_
 		     struct diag *d);
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
 int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
+/* Chrome Trace Event Format: the samples as a timeline (out_chrome.c). */
+int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		 struct diag *d);
+/* Its stack-frame table ("stackFrames", with "sf" ids), shared with trace's
+ * Chrome output: chrome_frames_add interns a stack given root first and
+ * returns the id of its leaf (-1 on ENOMEM or n = 0); chrome_frames_write
+ * writes '"stackFrames":{...}' (-1 if an add failed); chrome_put_meta writes
+ * one metadata event (what: "process_name" or "thread_name"). */
+struct chrome_frames;
+struct chrome_frames *chrome_frames_new(void);
+int64_t chrome_frames_add(struct chrome_frames *cf, const char *const *names, uint32_t n);
+int chrome_frames_write(FILE *f, const struct chrome_frames *cf);
+void chrome_frames_free(struct chrome_frames *cf);
+void chrome_put_meta(FILE *f, const char *what, uint32_t pid, uint32_t tid, const char *name);
 /* The raw format is a stream, one line per sample (grammar in out_raw.c).
  * raw_write_profile() replays the samples kept in time order, and fails if
  * any were aggregated past the bound: streams longer than that must be
@@ -253,6 +271,9 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 int out_file_commit(struct out_file *of, struct diag *d);
 /* Close and remove the temporary file. */
 void out_file_abort(struct out_file *of);
+/* The line every command prints on stderr once it wrote a file:
+ * "bpfpy CMD: wrote PATH (N samples, FORMAT)", the path escaped. */
+void out_file_wrote(const char *cmd, const char *path, uint64_t samples, const char *format);
 
 /*
  * The one format table (formats.c). Every command that writes a profile

@@ -7,6 +7,7 @@
  */
 #include "profile.h"
 #include "signals.h"
+#include "text_escape.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +310,13 @@ done:
 	free(of->path);
 	memset(of, 0, sizeof(*of));
 	return 0;
+}
+
+void out_file_wrote(const char *cmd, const char *path, uint64_t samples, const char *format)
+{
+	fprintf(stderr, "bpfpy %s: wrote ", cmd);
+	text_put(stderr, path);
+	fprintf(stderr, " (%llu samples, %s)\n", (unsigned long long)samples, format);
 }
 
 int profile_write(const struct profile *p, const char *path, const char *format,

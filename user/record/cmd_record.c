@@ -24,10 +24,13 @@
 #include "profile.h"
 #include "signals.h"
 #include "record_targets.h"
+#include "launch.h"
 #include "stack_reader.h"
 #include "text_escape.h"
 
 #define MAX_PIDS 256
+/* -o may be given this many times: one recording, written in each format. */
+#define MAX_OUTPUTS 8
 /* How often the ring buffer is drained and new processes are looked for. */
 #define POLL_MS	      20
 #define SCAN_EVERY_MS 250
@@ -40,13 +43,16 @@ struct record_opts {
 	int poisson;
 	unsigned poisson_factor;
 	int wall, idle;
-	double duration; /* 0: until Ctrl-C */
-	const char *output;
+	double duration;		  /* 0: until Ctrl-C */
+	const char *outputs[MAX_OUTPUTS]; /* -o, repeatable */
+	int noutputs;
 	const struct profile_format *format; /* -f, from the format table */
 	int threads, no_lines, force;
 	unsigned max_depth;
 	unsigned ringbuf_mb;
 	int verbose, quiet;
+	char **cmd;		 /* record -- CMD ARGS...: launch it */
+	const char *source_root; /* pprof file names; NULL: the targets' root */
 };
 
 static const char doc[] =
@@ -65,7 +71,11 @@ static const char doc[] =
     "the wall clock the snapshot times are drawn in user space with exponential gaps on an "
     "absolute schedule (CV 1).\n"
     "OUTPUT (-o FILE, -f FORMAT; format from the extension by default): " PROFILE_FORMATS_MARK
-    ". Without -o, collapsed goes to stdout. An existing path (file, symlink, FIFO, device) "
+    ". Without -o, collapsed goes to stdout. Several -o write one recording in several "
+    "formats (each from its extension; -f only with one -o); each file written is named on "
+    "stderr: 'bpfpy record: wrote FILE (N samples, FORMAT)', N the samples it holds. An "
+    "existing path (file, symlink, "
+    "FIFO, device) "
     "is refused without --force (exit 2); README \"Output files\" says what --force does "
     "with each.\n"
     "SUMMARY (stderr, at the end): samples per process (past 40 processes, the 40 with "
@@ -77,12 +87,21 @@ static const char doc[] =
     "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
-    "kernel named on first sight (so that code freed before we read it keeps its name).\n\n"
+    "kernel named on first sight (so that code freed before we read it keeps its name).\n"
+    "LAUNCH. bpfpy record [OPTIONS] -- CMD ARGS... runs CMD (no shell, argv as given, "
+    "bpfpy's own user: root under sudo) in a process group of its own that gets the "
+    "terminal, and samples it from its first instruction of Python, through its execs "
+    "(sh, chroot, env); --subprocesses also samples its descendants. Ctrl-C reaches CMD; "
+    "INT, TERM and HUP sent to bpfpy are forwarded to its group. The recording ends when "
+    "CMD exits (or at -d, leaving it running), and bpfpy exits with CMD's status (128+N "
+    "if signal N killed it; 127/126 if it could not be run) once the profile is written; "
+    "bpfpy's own failures keep their codes below.\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy record -p 1234 -d 10 -o profile.svg\n"
     "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
     "  sudo bpfpy record -a -d 30 --threads -o host.folded\n"
-    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n"
+    "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_POISSON = 256,
@@ -95,6 +114,7 @@ enum {
 	OPT_SUBPROCESSES,
 	OPT_MAX_DEPTH,
 	OPT_RINGBUF,
+	OPT_SOURCE_ROOT,
 };
 
 static const struct argp_option options[] = {
@@ -107,11 +127,18 @@ static const struct argp_option options[] = {
     {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
     {"idle", OPT_IDLE, NULL, 0, "Wall clock: keep samples of threads not running", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at Ctrl-C)", 0},
-    {"output", 'o', "FILE", 0, "Write the profile here (default: collapsed on stdout)", 0},
+    {"output", 'o', "FILE", 0,
+     "Write the profile here (default: collapsed on stdout); repeatable, each in the format "
+     "of its extension",
+     0},
     {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
     {"threads", OPT_THREADS, NULL, 0, "Keep threads apart (collapsed: pid:N;tid:N prefix)", 0},
     {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
+    {"source-root", OPT_SOURCE_ROOT, "DIR", 0,
+     "pprof: prefix source paths with DIR (default: the targets' root when all share one "
+     "that is not /, e.g. a chroot's; '/' for none)",
+     0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024, default 1024)", 0},
     {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer MiB (default: fits 0.5 s, 1-16)", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
@@ -161,7 +188,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration '%s'", arg);
 		break;
 	case 'o':
-		o->output = arg;
+		if (o->noutputs == MAX_OUTPUTS)
+			argp_error(state, "at most %d -o", MAX_OUTPUTS);
+		o->outputs[o->noutputs++] = arg;
 		break;
 	case 'f':
 		o->format = profile_format_find(arg, 0);
@@ -177,6 +206,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_FORCE:
 		o->force = 1;
 		break;
+	case OPT_SOURCE_ROOT:
+		o->source_root = arg;
+		break;
 	case OPT_MAX_DEPTH:
 		o->max_depth = (unsigned)cli_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
 		break;
@@ -190,11 +222,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->verbose = 1;
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
+		argp_error(state, "unexpected argument '%s' (a command to launch goes after --)",
+			   arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->npids && !o->all)
-			argp_error(state, "give -p PID or -a");
+		if (!o->npids && !o->all && !o->cmd)
+			argp_error(state, "give -p PID or -a, or -- CMD ARGS...");
+		if (o->cmd && (o->npids || o->all))
+			argp_error(state, "-- CMD launches its own target: no -p or -a with it");
 		if (o->idle && !o->wall)
 			argp_error(state, "--idle goes with --clock wall");
 		break;
@@ -211,6 +246,7 @@ struct rec_ctx {
 	struct raw_stream raw; /* streaming raw output: .f, or NULL */
 	struct sym_frame *frames;
 	struct rec_target *last; /* target of the previous record */
+	struct launch *launch;	 /* record -- CMD, or NULL */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
 	uint64_t err_by_cause[WALK_ERR__COUNT];
 };
@@ -218,7 +254,7 @@ struct rec_ctx {
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct rec_ctx *c = arg;
-	struct rec_target *t = c->last;
+	struct rec_target *t = targets_of_record(c->ts, &c->last, h);
 	struct sym_sample s = {
 	    .ts_ns = h->ts_ns,
 	    .pid = h->pid,
@@ -229,11 +265,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	};
 	int unnamed = 0;
 
-	/* Consecutive records mostly come from one process: skip the scan of
-	 * every target (dead ones included, with -a) on the per-sample path. */
-	if (!t || t->exited || t->pid != (pid_t)h->pid)
-		t = c->last = targets_find(c->ts, (pid_t)h->pid);
-	if (!t || h->ts_ns < t->since_ns) { /* gone, or taken before an exec */
+	if (!t) { /* gone, or taken before an exec */
 		c->unknown_pid++;
 		return 0;
 	}
@@ -391,13 +423,16 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	int tty = isatty(2) && !o->quiet;
 	double t0 = mono_s(), last_scan = t0, last_progress = t0;
 	double next_snap = t0, deadline = o->duration > 0 ? t0 + o->duration : INFINITY;
+	double grace = INFINITY; /* launched: a signal was forwarded, until then */
 	struct diag d = {0};
 
-	while (!signals_stop_requested()) {
+	while (c->launch || !signals_stop_requested()) {
 		double now = mono_s();
 		int wait_ms = POLL_MS;
 
 		if (now >= deadline)
+			break;
+		if (c->launch && launch_should_end(c->launch, now, &grace, "record", tty))
 			break;
 		if (o->wall && now >= next_snap) {
 			if (bpf_sampler_snapshot(s, &d))
@@ -416,7 +451,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 		now = mono_s();
 		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
 			targets_scan(c->ts);
-			if (!targets_reap(c->ts) && !o->all) {
+			if (!targets_reap(c->ts) && !o->all && !c->launch) {
 				if (!o->quiet)
 					fprintf(stderr, "%sbpfpy record: every target exited\n",
 						tty ? "\n" : "");
@@ -453,6 +488,37 @@ static char *help_filter(int key, const char *text, void *input)
 	return key == ARGP_KEY_HELP_POST_DOC ? profile_format_help(text, 0) : (char *)text;
 }
 
+/* A launched command is an initialised CPython, still stopped: register it
+ * (a failure is a note: the recording goes on for --subprocesses). */
+static void launch_ready(void *ctx, pid_t pid)
+{
+	struct diag d = {0};
+
+	if (targets_add(ctx, pid, &d)) {
+		fputs("bpfpy record: ", stderr);
+		text_put(stderr, d.msg);
+		fputc('\n', stderr);
+	}
+}
+
+/* The root every target with samples shares, if it is not the host's:
+ * frames name files as the target sees them, pprof -list opens them here. */
+static const char *common_root(const struct target_set *ts)
+{
+	const char *root = NULL;
+
+	for (int i = 0; i < ts->n; i++) {
+		const char *r = ts->t[i]->root;
+
+		if (!ts->t[i]->samples)
+			continue;
+		if (!*r || (root && strcmp(root, r)))
+			return NULL;
+		root = r;
+	}
+	return root && strcmp(root, "/") ? root : NULL;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {.rate_hz = 1000};
@@ -461,30 +527,61 @@ int cmd_record(int argc, char **argv)
 	struct bpf_sampler *s = NULL;
 	struct rec_ctx c = {.o = &o, .ts = &ts};
 	struct profile_out_opts po = {0};
-	struct out_file of = {0};
+	struct out_file of[MAX_OUTPUTS] = {{0}};
 	struct diag d = {0};
-	const struct profile_format *format;
+	const struct profile_format *formats[MAX_OUTPUTS], *format;
+	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
 	int ret = EXIT_OK;
 
+	/* Everything after "--" is the command, never our options. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			o.cmd = argv + i + 1;
+			argc = i;
+			if (!o.cmd[0]) {
+				fprintf(stderr, "bpfpy record: no command after --\n");
+				return EXIT_USAGE;
+			}
+			break;
+		}
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	/* Until sampling starts a signal ends us, removing the temp output. */
 	if (signals_install(&d))
 		return diag_report(&d);
-	format = o.format   ? o.format
-		 : o.output ? profile_format_for_path(o.output)
-			    : profile_format_find("collapsed", 0);
-	if (!format) {
-		char *known = profile_format_list(0, 1, 0);
-
-		fprintf(stderr, "bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
-			o.output, known ? known : "");
-		free(known);
+	if (o.format && o.noutputs > 1) {
+		fprintf(stderr, "bpfpy record: -f goes with one -o; with several, each file's "
+				"extension names its format\n");
 		return EXIT_USAGE;
 	}
+	for (int i = 0, have_raw = 0; i < (o.noutputs ? o.noutputs : 1); i++) {
+		const char *path = o.noutputs ? o.outputs[i] : NULL;
+
+		format = formats[i] = o.format ? o.format
+				      : path   ? profile_format_for_path(path)
+					       : profile_format_find("collapsed", 0);
+		if (!format) {
+			char *known = profile_format_list(0, 1, 0);
+
+			fprintf(stderr,
+				"bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
+				path, known ? known : "");
+			free(known);
+			return EXIT_USAGE;
+		}
+		if (format->flags & PROFILE_FMT_STREAM) {
+			if (have_raw++) { /* one stream: a second would only repeat it */
+				fprintf(stderr, "bpfpy record: one raw output at most\n");
+				return EXIT_USAGE;
+			}
+		}
+	}
 	/* Refuse an unwritable or existing output before sampling anything. */
-	if (o.output && out_file_open(&of, o.output, o.force, &d))
-		return diag_report(&d);
+	for (int i = 0; i < o.noutputs; i++)
+		if (out_file_open(&of[i], o.outputs[i], o.force, &d)) {
+			ret = diag_report(&d);
+			goto out;
+		}
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	ts.max_depth = o.max_depth;
 	ts.all = o.all;
@@ -500,8 +597,14 @@ int cmd_record(int argc, char **argv)
 	/* Only speedscope writes the profile's samples in time order (raw is
 	 * streamed, not kept). For the others the order is memory spent for
 	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
-	if (!(format->flags & PROFILE_FMT_ORDERED))
-		profile_set_max_ordered(c.prof, 0);
+	{
+		int ordered = 0;
+
+		for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)
+			ordered |= !!(formats[i]->flags & PROFILE_FMT_ORDERED);
+		if (!ordered)
+			profile_set_max_ordered(c.prof, 0);
+	}
 	{
 		struct bpf_sampler_opts so = {
 		    .rate_hz = o.rate_hz,
@@ -510,7 +613,7 @@ int cmd_record(int argc, char **argv)
 		    .ringbuf_mb = o.ringbuf_mb,
 		    .verbose = o.verbose,
 		    .wall = o.wall,
-		    .targets_grow = o.all || o.children,
+		    .targets_grow = o.all || o.children || o.cmd,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -525,38 +628,75 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (o.cmd) {
+		int r;
+
+		if (launch_start(&l, o.cmd, &d)) {
+			ret = diag_report(&d);
+			goto out;
+		}
+		ts.launched = l.pid;
+		c.launch = &l;
+		l.on_ready = launch_ready;
+		l.ready_ctx = &ts;
+		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, 0, &d);
+		if (r < 0) {
+			ret = diag_report(&d);
+			goto out;
+		}
+		/* Registered while still stopped: sampled from its start. */
+		if (r == 0)
+			launch_ready(&ts, l.pid);
+	}
 	targets_scan(&ts);
 	if (bpf_sampler_start(s, &d)) {
 		ret = diag_report(&d);
 		goto out;
 	}
+	if (!l.watching) /* a watched one stays traced until it execs Python */
+		launch_release(&l);
 	/* From here on INT, TERM and HUP end the run and keep what it got. */
 	signals_set_graceful(1);
-	if (format->flags & PROFILE_FMT_STREAM)
-		c.raw.f = o.output ? of.f : stdout;
+	for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)
+		if (formats[i]->flags & PROFILE_FMT_STREAM)
+			c.raw.f = o.noutputs ? of[i].f : stdout;
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
+	po.source_root = o.source_root ? o.source_root : common_root(&ts);
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
-	if (ret == EXIT_OK && !c.raw.f) {
-		FILE *f = o.output ? of.f : stdout;
-		if (profile_format_write(format, f, c.prof, &po, &d))
+	for (int i = 0; ret == EXIT_OK && i < (o.noutputs ? o.noutputs : 1); i++) {
+		FILE *f = o.noutputs ? of[i].f : stdout;
+
+		if (!(formats[i]->flags & PROFILE_FMT_STREAM) &&
+		    profile_format_write(formats[i], f, c.prof, &po, &d))
 			ret = diag_report(&d);
 	}
-	if (o.output) {
-		if (ret == EXIT_OK && out_file_commit(&of, &d))
+	/* In order: after a failed commit the files not yet committed are removed. */
+	for (int i = 0; ret == EXIT_OK && i < o.noutputs; i++) {
+		if (out_file_commit(&of[i], &d))
 			ret = diag_report(&d);
-		else if (ret != EXIT_OK)
-			out_file_abort(&of);
-		o.output = NULL;
-	} else {
+		else if (!o.quiet)
+			/* What the file holds: stacks without frames only in raw. */
+			out_file_wrote("record", o.outputs[i],
+				       formats[i]->flags & PROFILE_FMT_STREAM ? c.samples
+									      : c.prof->total,
+				       formats[i]->name);
+	}
+	if (!o.noutputs)
 		fflush(stdout);
-	}
 out:
-	if (o.output)
-		out_file_abort(&of);
+	for (int i = 0; i < o.noutputs; i++)
+		if (of[i].f)
+			out_file_abort(&of[i]);
+	/* Launched: once the profile is written, CMD's status is ours. */
+	if (o.cmd && l.pid > 0) {
+		if (ret == EXIT_OK && launch_reap(&l))
+			ret = launch_exit_code(&l);
+		launch_end(&l);
+	}
 	bpf_sampler_close(s);
 	targets_free(&ts);
 	profile_free(c.prof);

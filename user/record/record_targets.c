@@ -24,6 +24,29 @@ struct rec_target *targets_find(struct target_set *ts, pid_t pid)
 	return NULL;
 }
 
+struct rec_target *targets_of_record(struct target_set *ts, struct rec_target **last,
+				     const struct sample_hdr *h)
+{
+	struct rec_target *t = *last;
+
+	/* Skip the scan of every target (dead ones too, with -a) per sample. */
+	if (!t || t->exited || t->pid != (pid_t)h->pid)
+		t = *last = targets_find(ts, (pid_t)h->pid);
+	return t && h->ts_ns >= t->since_ns ? t : NULL;
+}
+
+int targets_symbolize(struct rec_target *t, const struct sample_hdr *h,
+		      const struct frame_rec *frames, struct sym_frame *out)
+{
+	int unnamed = 0;
+
+	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
+		unnamed |= code_cache_symbolize(t->cache, &frames[i], &out[i]) != CODE_OK;
+	if (unnamed)
+		code_cache_end_sample(t->cache);
+	return unnamed ? -1 : 0;
+}
+
 int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 {
 	struct rec_target *t;
@@ -55,6 +78,14 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 	if (t->proc->cfg.off.version_hex == 0)
 		t->proc->cfg.off.version_hex = t->proc->bin.version_hex;
 	t->starttime = proc_starttime(pid);
+	{
+		char link[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+		n = readlink(link, t->root, sizeof(t->root));
+		t->root[n > 0 && (size_t)n < sizeof(t->root) ? n : 0] = 0;
+	}
 	t->since_ns = mono_ns();
 	t->cache = code_cache_new(&t->proc->mem, &t->proc->cfg.off, 0);
 	if (!t->cache) {
@@ -129,7 +160,7 @@ static int is_descendant(struct target_set *ts, pid_t pid)
 {
 	for (int depth = 0; depth < 64 && pid > 1; depth++) {
 		pid = proc_ppid(pid);
-		if (targets_find(ts, pid))
+		if (targets_find(ts, pid) || (ts->launched > 0 && pid == ts->launched))
 			return 1;
 	}
 	return 0;
@@ -199,7 +230,7 @@ static int consider(struct target_set *ts, pid_t pid, int fresh)
 		s->tries = 0; /* exec'd something else since: look again */
 	if (!s || s->tries < 0 || s->tries >= NOT_READY_TRIES)
 		return 0;
-	if (!ts->all && !is_descendant(ts, pid))
+	if (!ts->all && pid != ts->launched && !is_descendant(ts, pid))
 		return 0;
 	if (!targets_add(ts, pid, &d))
 		return 1;

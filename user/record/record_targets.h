@@ -36,6 +36,9 @@ struct rec_target {
 	 * PID was taken from an image the PID had before an exec. */
 	uint64_t since_ns;
 	uint64_t samples, errors, idle;
+	/* readlink /proc/PID/root at registration ("/" on the host; empty if
+	 * longer than this): record's default --source-root. */
+	char root[256];
 	int exited; /* enum target_state */
 };
 
@@ -46,6 +49,9 @@ struct target_set {
 	unsigned max_depth;
 	int all;      /* -a: every CPython process */
 	int children; /* --subprocesses: descendants of the targets */
+	/* record -- CMD: the command, whose descendants count as the targets'
+	 * even while it is not (yet, or ever) a CPython process itself. */
+	pid_t launched;
 	int verbose;
 	/* PIDs looked at and found not to be Python, so a scan skips them. */
 	struct seen_pid {
@@ -77,6 +83,17 @@ int targets_scan(struct target_set *ts);
  * through an exec. */
 int targets_reap(struct target_set *ts);
 struct rec_target *targets_find(struct target_set *ts, pid_t pid);
+/* The live target a ring-buffer record is of, or NULL (gone, not ours, or
+ * stamped before the image it has now). *last caches the previous answer:
+ * consecutive records mostly come from one process. */
+struct rec_target *targets_of_record(struct target_set *ts, struct rec_target **last,
+				     const struct sample_hdr *h);
+/* Name the record's frames into out through t's code cache: 0, or -1 when
+ * a frame cannot be named (its code freed before we, or the kernel, read
+ * it), the cache's sample then ended. After 0, the names stay valid until
+ * code_cache_end_sample(t->cache). */
+int targets_symbolize(struct rec_target *t, const struct sample_hdr *h,
+		      const struct frame_rec *frames, struct sym_frame *out);
 /* Code objects cached now over the live targets, how many of those there
  * are, and the largest any single cache held (each is created with the
  * default bound, CODE_CACHE_DEFAULT_CAP). */

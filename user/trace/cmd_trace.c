@@ -11,6 +11,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "text_escape.h"
 #include "trace_model.h"
 #include "trace_probes.h"
+#include "launch.h"
 
 #include "bpf_loader.h"
 #include "tracer.skel.h"
@@ -52,6 +54,7 @@ struct trace_opts {
 	int force, top;
 	unsigned max_depth;
 	int verbose, quiet;
+	char **cmd; /* trace -- CMD ARGS...: launch it */
 };
 
 static const char doc[] =
@@ -75,12 +78,18 @@ static const char doc[] =
     "OUTPUT (-f): summary (default: top locations by hits; emitted, counted, when saturated; "
     "call latency count/total/mean/p50/p99 for entry/return pairs), chrome (trace-event "
     "JSON for Perfetto or chrome://tracing: B/E slices per thread for pairs, instant events "
-    "otherwise, arguments and the Python stack in args), or a profile format: " PROFILE_FORMATS_MARK
+    "otherwise, arguments and the Python stack in args, the stack also as sf into stackFrames, "
+    "process_name and thread_name metadata), or a profile format: " PROFILE_FORMATS_MARK
     " -- the hits as stacks with the probe as leaf frame, weighted by hits: counted-only "
     "hits go to their location's last stack. An existing -o path is refused without "
-    "--force (exit 2).\n\n"
+    "--force (exit 2); once written: 'bpfpy trace: wrote FILE (N samples, FORMAT)' on stderr "
+    "(N: events for chrome and summary, stacks' hits for a profile format).\n\n"
+    "LAUNCH. bpfpy trace [OPTIONS] -- CMD ARGS... runs CMD as record -- CMD does (see "
+    "bpfpy record --help): the probes are attached before its first bytecode, tracing "
+    "ends when it exits, and bpfpy exits with its status (128+N for signal N).\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy trace -p 1234 --list\n"
+    "  sudo bpfpy trace --calls -f chrome -o t.json -- python3.15 app.py\n"
     "  sudo bpfpy trace -p 1234 --calls --threshold 0 -d 5 -f chrome -o calls.json\n"
     "  sudo bpfpy trace -p 1234 --usdt python:gc__start -d 10\n"
     "  sudo bpfpy trace -p 1234 --uprobe libsqlite3:sqlite3_step --uretprobe "
@@ -195,11 +204,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->verbose = 1;
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
+		argp_error(state, "unexpected argument '%s' (a command to launch goes after --)",
+			   arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid)
-			argp_error(state, "give -p PID");
+		if (!o->pid && !o->cmd)
+			argp_error(state, "give -p PID or -- CMD ARGS...");
+		if (o->pid && o->cmd)
+			argp_error(state, "-- CMD launches its own target: no -p with it");
 		if (!o->list && !o->calls && !o->nspecs)
 			argp_error(state, "give --usdt, --uprobe, --uretprobe, --calls or --list");
 		break;
@@ -213,6 +225,7 @@ struct tctx {
 	struct trace_opts *o;
 	struct trace_data *td;
 	struct py_process *proc;
+	struct launch *launch; /* trace -- CMD, or NULL */
 	struct code_cache *cache;
 	struct sym_frame *frames;
 	struct sym_frame *pframes; /* the probe, then frames: one profile sample */
@@ -373,12 +386,16 @@ static int trace_loop(struct tctx *c, struct tracer_bpf *skel, struct ring_buffe
 	uint64_t now = mono_ns(), next_check = now + (uint64_t)(o->interval * 1e9);
 	uint64_t deadline = o->duration > 0 ? now + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	uint64_t detached_at = 0;
+	double grace = INFINITY;
 	struct diag d = {0};
 
-	while (!signals_stop_requested() && now < deadline) {
+	while ((c->launch || !signals_stop_requested()) && now < deadline) {
 		if (ring_buffer__consume(rb) == 0)
 			usleep(POLL_MS * 1000);
 		now = mono_ns();
+		/* A launched command is our child: a zombie until reaped. */
+		if (c->launch && launch_should_end(c->launch, now / 1e9, &grace, "trace", 0))
+			break;
 		if (now < next_check)
 			continue;
 		next_check = now + (uint64_t)(o->interval * 1e9);
@@ -437,10 +454,12 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct prof
 {
 	const char *fmt = o->format ? o->format : "summary";
 	FILE *f = o->output ? of->f : stdout;
+	uint64_t n = td->nev;
 	int err;
 
 	if (!strcmp(fmt, "chrome")) {
 		err = trace_write_chrome(f, td, d);
+		n = td->nev;
 	} else if (o->pformat) {
 		/* Hits only counted in the kernel have no stack of their own;
 		 * their location's code object is the leaf, so its last stack
@@ -453,6 +472,7 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct prof
 		}
 		profile_set_comm(prof, (uint32_t)td->pid, td->comm);
 		err = profile_format_write(o->pformat, f, prof, NULL, d);
+		n = prof->total;
 	} else {
 		err = trace_write_summary(f, td, o->top ? o->top : 30, d);
 	}
@@ -467,7 +487,11 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct prof
 		out_file_abort(of);
 		return -1;
 	}
-	return out_file_commit(of, d);
+	if (out_file_commit(of, d))
+		return -1;
+	if (!o->quiet)
+		out_file_wrote("trace", o->output, n, fmt);
+	return 0;
 }
 
 static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct trace_data *td,
@@ -526,17 +550,53 @@ int cmd_trace(int argc, char **argv)
 	struct out_file of = {0};
 	struct diag d = {0};
 	char ec[64], ev[64];
+	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
 	int ret = EXIT_OK;
 
+	/* Everything after "--" is the command, never our options. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			o.cmd = argv + i + 1;
+			argc = i;
+			if (!o.cmd[0]) {
+				fprintf(stderr, "bpfpy trace: no command after --\n");
+				return EXIT_USAGE;
+			}
+			break;
+		}
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	if (signals_install(&d))
 		return diag_report(&d);
 	bpf_loader_log(o.verbose);
-	if (py_process_open(&proc, o.pid, o.max_depth, &d))
-		return diag_report(&d);
-	if (o.list)
-		return trace_list(stdout, &proc, &d) ? diag_report(&d) : EXIT_OK;
+	if (o.cmd) {
+		/* The probes go in while it is stopped, before its first bytecode. */
+		int r;
+
+		if (launch_start(&l, o.cmd, &d))
+			return diag_report(&d);
+		c.launch = &l;
+		/* Nothing to trace until it is Python: follow its execs. */
+		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, 1, &d);
+		if (r) {
+			if (r > 0)
+				diag_set(&d, EXIT_NOT_PYTHON,
+					 "pid %d (%s): not a CPython process to trace", l.pid,
+					 text_esc(o.cmd[0], ec, sizeof(ec)));
+			ret = diag_report(&d);
+			launch_end(&l);
+			return ret;
+		}
+		o.pid = l.pid;
+	}
+	if (py_process_open(&proc, o.pid, o.max_depth, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	if (o.list) {
+		ret = trace_list(stdout, &proc, &d) ? diag_report(&d) : EXIT_OK;
+		goto out;
+	}
 	td.pid = o.pid;
 	td.threshold = (uint32_t)o.threshold;
 	td.interval_s = o.interval;
@@ -582,6 +642,7 @@ int cmd_trace(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
+	launch_release(&l);
 	if (!o.quiet)
 		fprintf(stderr,
 			"bpfpy trace: pid %d (%s), CPython %s: %d probe%s attached, "
@@ -609,5 +670,11 @@ out:
 	profile_free(c.prof);
 	free(c.buf);
 	trace_data_free(&td);
+	/* Launched: once the output is written, CMD's status is ours. */
+	if (o.cmd) {
+		if (ret == EXIT_OK && launch_reap(&l))
+			ret = launch_exit_code(&l);
+		launch_end(&l);
+	}
 	return ret;
 }

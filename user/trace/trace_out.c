@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "diag.h"
+#include "profile.h"
 #include "bpfpy.h"
 #include "text_escape.h"
 #include "trace_model.h"
@@ -187,12 +188,32 @@ static json_object *event_json(const struct trace_data *td, const struct trace_e
 }
 
 struct chrome_tid {
-	uint32_t tid, depth;
+	uint32_t tid, depth, pid;
 };
+
+/* The "sf" of an event: its stack (interned root first, ';'-joined) in the
+ * stackFrames table, or -1. */
+static int64_t event_sf(const struct trace_data *td, const struct trace_event *e,
+			struct chrome_frames *cf)
+{
+	const char *s = strtab_get(&td->strs, e->stack);
+	const char *names[BPFPY_MAX_DEPTH + 2];
+	char *copy, *p, *part;
+	uint32_t n = 0;
+	int64_t sf;
+
+	if (e->stack == TRACE_NONE || !*s || !(copy = strdup(s)))
+		return -1;
+	for (p = copy; n < BPFPY_MAX_DEPTH + 2 && (part = strsep(&p, ";")) != NULL;)
+		names[n++] = part;
+	sf = chrome_frames_add(cf, names, n);
+	free(copy);
+	return sf;
+}
 
 /* B/E must nest per thread: an E whose B we never saw (entered before we
  * attached) becomes an instant event instead of closing someone else's B. */
-static uint32_t *depth_of(struct chrome_tid **v, size_t *n, uint32_t tid)
+static uint32_t *depth_of(struct chrome_tid **v, size_t *n, uint32_t tid, uint32_t pid)
 {
 	struct chrome_tid *nv;
 
@@ -205,6 +226,7 @@ static uint32_t *depth_of(struct chrome_tid **v, size_t *n, uint32_t tid)
 	*v = nv;
 	nv[*n].tid = tid;
 	nv[*n].depth = 0;
+	nv[*n].pid = pid;
 	return &nv[(*n)++].depth;
 }
 
@@ -232,9 +254,14 @@ int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
 	size_t ntids = 0;
 	json_object *meta;
 	char name[512];
+	struct chrome_frames *cf = chrome_frames_new();
+	int rc;
 
-	if (!ix)
+	if (!ix || !cf) {
+		free(ix);
+		chrome_frames_free(cf);
 		return diag_errno(d, ENOMEM, "chrome trace");
+	}
 	for (size_t i = 0; i < td->nev; i++)
 		ix[i] = (uint32_t)i;
 	sort_td = td;
@@ -257,7 +284,7 @@ int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
 	for (size_t k = 0; k < td->nev; k++) {
 		const struct trace_event *e = &td->ev[ix[k]];
 		const struct trace_probe *tp = &td->probes[e->probe_id];
-		uint32_t *depth = depth_of(&tids, &ntids, e->tid);
+		uint32_t *depth = depth_of(&tids, &ntids, e->tid, e->pid);
 		const char *ph = "i";
 		json_object *o;
 
@@ -273,15 +300,37 @@ int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
 		else
 			pair_name(td, e, name, sizeof(name));
 		o = event_json(td, e, ph, name);
+		{
+			int64_t sf = event_sf(td, e, cf);
+
+			/* The stack natively, for viewers that draw it. */
+			if (sf >= 0) {
+				char id[24];
+
+				snprintf(id, sizeof(id), "%lld", (long long)sf);
+				json_object_object_add(o, "sf", json_object_new_string(id));
+			}
+		}
 		fputs(",\n", f);
 		fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), f);
 		json_object_put(o);
 	}
+	/* A name for every thread that has events. */
+	for (size_t i = 0; i < ntids; i++) {
+		snprintf(name, sizeof(name), "tid %u", tids[i].tid);
+		fputs(",\n", f);
+		chrome_put_meta(f, "thread_name", tids[i].pid, tids[i].tid, name);
+	}
+	fputs("\n],", f);
+	rc = chrome_frames_write(f, cf);
 	fprintf(f,
-		"\n],\"otherData\":{\"tool\":\"bpfpy trace\",\"threshold\":%u,"
+		",\n\"otherData\":{\"tool\":\"bpfpy trace\",\"threshold\":%u,"
 		"\"detached_s\":%.6f}}\n",
 		td->threshold, td->detached_ns / 1e9);
 	free(tids);
 	free(ix);
+	chrome_frames_free(cf);
+	if (rc)
+		return diag_errno(d, ENOMEM, "chrome trace: stack frames");
 	return ferror(f) ? diag_errno(d, EIO, "writing the chrome trace") : 0;
 }

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpfpy convert: a raw recording (record -f raw) into any other format,
+ * through the same profile and the same writers as record itself, so that a
+ * recording can be replayed and looked at again in another viewer.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_parse.h"
+#include "commands.h"
+#include "diag.h"
+#include "profile.h"
+#include "raw_read.h"
+#include "signals.h"
+
+struct convert_opts {
+	const char *input, *output, *source_root;
+	const struct profile_format *format;
+	double rate_hz;
+	const char *clock; /* NULL: wall if any sample says so */
+	int threads, no_lines, force, quiet;
+};
+
+static const char doc[] =
+    "Turn a raw recording (bpfpy record -f raw) into another format with the writers "
+    "record uses.\v"
+    "IN is read as hostile input: lines of at most 4 MiB, at most 1024 frames, every field "
+    "checked; the first bad line is named (file:line, the field) and nothing is written "
+    "(exit 2). OUTPUT (-o FILE, -f FORMAT; format from the extension by default): "
+    "" PROFILE_FORMATS_MARK ". Without -o, collapsed goes to stdout. "
+    "An existing path is refused without --force (exit 2). "
+    "At the end, 'bpfpy convert: wrote FILE (N samples, FORMAT)' on stderr.\n"
+    "What raw does not carry, convert cannot restore: the process names (comm: pprof's comm "
+    "label, speedscope's and the SVG's '(?)'), functions' first lines (pprof start_line), "
+    "the wall-clock start (pprof time_nanos: from the raw monotonic stamps plus this host's "
+    "offset now) and the rate: give -F as recorded (default 1khz, record's default). "
+    "Collapsed, SVG and raw output are byte for byte those record writes directly.\n\n"
+    "EXAMPLES:\n"
+    "  bpfpy convert app.raw -o app.pb.gz\n"
+    "  bpfpy convert app.raw -f svg -o app.svg --threads\n\n" EXIT_CODES_DOC;
+
+enum {
+	OPT_CLOCK = 256,
+	OPT_THREADS,
+	OPT_NO_LINES,
+	OPT_FORCE,
+	OPT_SOURCE_ROOT,
+};
+
+static const struct argp_option options[] = {
+    {"output", 'o', "FILE", 0, "Write here (default: collapsed on stdout)", 0},
+    {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
+    {"rate", 'F', "RATE", 0, "The rate it was recorded at (default 1khz)", 0},
+    {"clock", OPT_CLOCK, "cpu|wall", 0, "Its clock (default: wall if its samples say so)", 0},
+    {"threads", OPT_THREADS, NULL, 0, "Keep threads apart, as record --threads", 0},
+    {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
+    {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
+    {"source-root", OPT_SOURCE_ROOT, "DIR", 0, "pprof: prefix source paths with DIR", 0},
+    {"quiet", 'q', NULL, 0, "No 'wrote' line", 0},
+    {0},
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct convert_opts *o = state->input;
+
+	switch (key) {
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		o->format = profile_format_find(arg, 0);
+		if (!o->format)
+			argp_error(state, "unknown format '%s'", arg);
+		break;
+	case 'F':
+		o->rate_hz = parse_rate_hz(arg);
+		if (o->rate_hz <= 0 || o->rate_hz > 1e6)
+			argp_error(state, "invalid rate '%s' (e.g. 997, 10k, 10khz)", arg);
+		break;
+	case OPT_CLOCK:
+		if (strcmp(arg, "cpu") && strcmp(arg, "wall"))
+			argp_error(state, "--clock must be cpu or wall");
+		o->clock = arg;
+		break;
+	case OPT_THREADS:
+		o->threads = 1;
+		break;
+	case OPT_NO_LINES:
+		o->no_lines = 1;
+		break;
+	case OPT_FORCE:
+		o->force = 1;
+		break;
+	case OPT_SOURCE_ROOT:
+		o->source_root = arg;
+		break;
+	case 'q':
+		o->quiet = 1;
+		break;
+	case ARGP_KEY_ARG:
+		if (o->input)
+			argp_error(state, "one input file, not '%s' too", arg);
+		o->input = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->input)
+			argp_error(state, "give the raw file to convert");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+struct conv_ctx {
+	struct profile *prof;
+	FILE *raw; /* raw to raw: streamed, as record streams it */
+	int wall, oom;
+};
+
+static int on_sample(void *arg, const struct sym_sample *s)
+{
+	struct conv_ctx *c = arg;
+
+	c->wall |= !!(s->flags & SAMPLE_WALL);
+	if (c->raw)
+		return raw_write_sample(c->raw, s);
+	if (profile_add(c->prof, s)) {
+		c->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static char *help_filter(int key, const char *text, void *input)
+{
+	(void)input;
+	if (key == 'f' && text && !strcmp(text, PROFILE_FORMATS_MARK)) {
+		char *names = profile_format_list(0, 0, 0);
+
+		return names ? names : (char *)text;
+	}
+	return key == ARGP_KEY_HELP_POST_DOC ? profile_format_help(text, 0) : (char *)text;
+}
+
+/* The input: a regular file, opened without following a symlink's target
+ * into a FIFO or a device that would block or never end. */
+static FILE *open_input(const char *path, struct diag *d)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		diag_errno(d, errno, "%s", path);
+		if (errno == ENOENT || errno == EISDIR)
+			d->code = EXIT_USAGE;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		diag_set(d, EXIT_USAGE, "%s: not a regular file", path);
+		return NULL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		diag_errno(d, ENOMEM, "%s", path);
+	}
+	return f;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	struct convert_opts o = {.rate_hz = 1000};
+	struct argp argp = {options, parse, "IN.raw", doc, NULL, help_filter, NULL};
+	struct profile_out_opts po = {0};
+	struct out_file of = {0};
+	struct conv_ctx c = {0};
+	struct diag d = {0};
+	const struct profile_format *format;
+	uint64_t n = 0;
+	FILE *in, *out;
+	int ret = EXIT_OK;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return EXIT_USAGE;
+	if (signals_install(&d))
+		return diag_report(&d);
+	format = o.format   ? o.format
+		 : o.output ? profile_format_for_path(o.output)
+			    : profile_format_find("collapsed", 0);
+	if (!format) {
+		char *known = profile_format_list(0, 1, 0);
+
+		fprintf(stderr, "bpfpy convert: cannot tell the format of '%s': give -f (%s)\n",
+			o.output, known ? known : "");
+		free(known);
+		return EXIT_USAGE;
+	}
+	in = open_input(o.input, &d);
+	if (!in)
+		return diag_report(&d);
+	if (o.output && out_file_open(&of, o.output, o.force, &d)) {
+		fclose(in);
+		return diag_report(&d);
+	}
+	out = o.output ? of.f : stdout;
+	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.clock ? o.clock : "cpu");
+	if (!c.prof) {
+		diag_errno(&d, ENOMEM, "convert");
+		ret = diag_report(&d);
+		goto out;
+	}
+	/* As record does: only speedscope needs the samples in order. */
+	if (!(format->flags & PROFILE_FMT_ORDERED))
+		profile_set_max_ordered(c.prof, 0);
+	if (format->flags & PROFILE_FMT_STREAM)
+		c.raw = out;
+	if (raw_read(in, o.input, on_sample, &c, &n, &d)) {
+		if (c.oom)
+			diag_errno(&d, ENOMEM, "%s: after %llu samples", o.input,
+				   (unsigned long long)n);
+		else if (c.raw && ferror(c.raw))
+			diag_errno(&d, errno ? errno : EIO, "writing raw samples");
+		ret = diag_report(&d);
+		goto out;
+	}
+	/* The clock is the profile's own field; raw tells it only by its
+	 * samples' flags, known once they are read. */
+	if (!o.clock && c.wall)
+		snprintf(c.prof->clock, sizeof(c.prof->clock), "wall");
+	po.threads = o.threads;
+	po.no_lines = o.no_lines;
+	po.force = o.force;
+	po.source_root = o.source_root;
+	if (!c.raw && profile_format_write(format, out, c.prof, &po, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	if (o.output) {
+		if (out_file_commit(&of, &d)) {
+			ret = diag_report(&d);
+		} else if (!o.quiet) {
+			out_file_wrote("convert", o.output, c.raw ? n : c.prof->total,
+				       format->name);
+		}
+		o.output = NULL;
+	} else {
+		fflush(stdout);
+	}
+out:
+	if (o.output)
+		out_file_abort(&of);
+	fclose(in);
+	profile_free(c.prof);
+	return ret;
+}
