@@ -7,11 +7,16 @@
  * Location per (function, line); under no_lines one Location per Function,
  * at its first line. Each stack of each thread is one Sample, leaf first,
  * with values [samples/count, cpu|wall/nanoseconds] and numeric labels pid
- * and tid (plus comm), so `-tagfocus=tid=N` isolates a thread. The default
+ * and tid (plus comm, and string labels thread "NAME (TID)", thread_name and,
+ * off-CPU, off_cpu_reason), so `-tagfocus=tid=N` isolates a thread. A
+ * weighted profile (--clock offcpu|wall) has the values [samples/count,
+ * cpu/nanoseconds, off-cpu/nanoseconds, wall/nanoseconds] (wall = the sum),
+ * the default being off-cpu or wall. The default
  * sample type is the count, so what `pprof -top` shows first is exactly what
  * the folded output counts.
  */
 #include "profile.h"
+#include "offcpu.h"
 #include "profile.pb-c.h"
 
 #include <errno.h>
@@ -31,8 +36,8 @@ typedef Perftools__Profiles__Mapping PMapping;
 /* Everything a Profile points to, freed in one place. */
 struct build {
 	PProfile prof;
-	PValueType vt[3]; /* samples/count, clock/ns, period type */
-	PValueType *vtp[2];
+	PValueType vt[5]; /* samples/count, clock/ns, period type; weighted: cpu, off-cpu */
+	PValueType *vtp[4];
 	PMapping map;
 	PMapping *mapp;
 	char **strtab;
@@ -48,7 +53,15 @@ struct build {
 	int64_t *values;
 	PLabel *labels; /* 3 per thread */
 	PLabel **labelp;
+	/* Thread names and off-CPU reasons: labels of their own, and each
+	 * sample's own list of label pointers. */
+	PLabel *tlabels; /* 2 per thread: thread, thread_name */
+	PLabel rlabels[OFFCPU__COUNT];
+	PLabel **slabelp; /* SAMPLE_LABELS per stack */
+	char **tnames;	  /* "name (tid)" per thread */
 };
+
+#define SAMPLE_LABELS 6
 
 static void build_free(struct build *b)
 {
@@ -65,6 +78,12 @@ static void build_free(struct build *b)
 	free(b->values);
 	free(b->labels);
 	free(b->labelp);
+	free(b->tlabels);
+	free(b->slabelp);
+	if (b->tnames)
+		for (size_t i = 0; b->tnames[i]; i++)
+			free(b->tnames[i]);
+	free(b->tnames);
 }
 
 static int gzip_to(FILE *f, const uint8_t *data, size_t len)
@@ -97,12 +116,31 @@ static int gzip_to(FILE *f, const uint8_t *data, size_t len)
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
 {
 	/* Strings of our own, after the profile's interned ones. */
-	enum { S_SAMPLES, S_COUNT, S_CLOCK, S_NS, S_PID, S_TID, S_COMM, S_MAP, S__N };
-	const char *extra[S__N] = {"samples", "count", p->clock, "nanoseconds",
-				   "pid",     "tid",   "comm",	 "[python]"};
+	enum {
+		S_SAMPLES,
+		S_COUNT,
+		S_CLOCK,
+		S_NS,
+		S_PID,
+		S_TID,
+		S_COMM,
+		S_MAP,
+		S_CPU,
+		S_OFFCPU,
+		S_WALL,
+		S_THREAD,
+		S_THREAD_NAME,
+		S_REASON,
+		S_REASONS, /* OFFCPU__COUNT names from here */
+		S__N = S_REASONS + OFFCPU__COUNT,
+	};
+	const char *extra[S__N] = {"samples", "count",	p->clock,      "nanoseconds",	"pid",
+				   "tid",     "comm",	"[python]",    "cpu",		"off-cpu",
+				   "wall",    "thread", "thread_name", "off_cpu_reason"};
+	uint32_t nvals = p->weighted ? 4 : 2;
 	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
 	uint64_t nlocids = 0, at = 0;
-	size_t nstr = p->nstrs + S__N + p->nthreads, len;
+	size_t nstr = p->nstrs + S__N + 3 * (size_t)p->nthreads, len;
 	struct build b;
 	uint8_t *buf = NULL;
 	int rc = -1;
@@ -122,11 +160,15 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.samples = calloc(p->nstacks + 1, sizeof(*b.samples));
 	b.samplep = calloc(p->nstacks + 1, sizeof(*b.samplep));
 	b.locids = calloc(nlocids + 1, sizeof(*b.locids));
-	b.values = calloc(2 * (size_t)p->nstacks + 1, sizeof(*b.values));
+	b.values = calloc(nvals * (size_t)p->nstacks + 1, sizeof(*b.values));
 	b.labels = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labels));
 	b.labelp = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labelp));
-	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
-	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp) {
+	b.tlabels = calloc(2 * (size_t)p->nthreads + 1, sizeof(*b.tlabels));
+	b.slabelp = calloc(SAMPLE_LABELS * (size_t)p->nstacks + 1, sizeof(*b.slabelp));
+	b.tnames = calloc((size_t)p->nthreads + 1, sizeof(*b.tnames));
+	if (!b.tlabels || !b.slabelp || !b.tnames || !b.strtab || !b.funcs || !b.funcp || !b.locs ||
+	    !b.locp || !b.lines || !b.linep || !b.samples || !b.samplep || !b.locids || !b.values ||
+	    !b.labels || !b.labelp) {
 		diag_errno(d, ENOMEM, "pprof output");
 		goto out;
 	}
@@ -135,7 +177,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	for (uint32_t i = 0; i < p->nstrs; i++)
 		b.strtab[i] = p->strs[i];
 	for (int i = 0; i < S__N; i++)
-		b.strtab[p->nstrs + i] = (char *)extra[i];
+		b.strtab[p->nstrs + i] =
+		    (char *)(i >= S_REASONS ? offcpu_reason_name(i - S_REASONS) : extra[i]);
 #define SID(x) ((int64_t)p->nstrs + (x))
 
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
@@ -184,6 +227,28 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		l[2].key = SID(S_COMM);
 		b.strtab[p->nstrs + S__N + t] = (char *)(comm ? comm : "");
 		l[2].str = SID(S__N + t);
+
+		const char *tn = p->threads[t].name ? p->threads[t].name : "";
+		PLabel *tl = &b.tlabels[2 * t];
+
+		if (asprintf(&b.tnames[t], "%s (%u)", *tn ? tn : "?", p->threads[t].tid) < 0) {
+			b.tnames[t] = NULL;
+			diag_errno(d, ENOMEM, "pprof output");
+			goto out;
+		}
+		perftools__profiles__label__init(&tl[0]);
+		perftools__profiles__label__init(&tl[1]);
+		tl[0].key = SID(S_THREAD);
+		b.strtab[p->nstrs + S__N + p->nthreads + t] = b.tnames[t];
+		tl[0].str = SID(S__N + p->nthreads + t);
+		tl[1].key = SID(S_THREAD_NAME);
+		b.strtab[p->nstrs + S__N + 2 * p->nthreads + t] = (char *)tn;
+		tl[1].str = SID(S__N + 2 * p->nthreads + t);
+	}
+	for (int r = 0; r < OFFCPU__COUNT; r++) {
+		perftools__profiles__label__init(&b.rlabels[r]);
+		b.rlabels[r].key = SID(S_REASON);
+		b.rlabels[r].str = SID(S_REASONS + r);
 	}
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct prof_stack *st = &p->stacks[i];
@@ -195,16 +260,28 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		s->location_id = &b.locids[at];
 		for (uint32_t j = 0; j < st->nframes; j++)
 			b.locids[at++] = profile_frame_key(p, st->frames[j], o->no_lines) + 1;
-		s->n_value = 2;
-		s->value = &b.values[2 * (size_t)i];
+		s->n_value = nvals;
+		s->value = &b.values[nvals * (size_t)i];
 		s->value[0] = (int64_t)st->count;
-		s->value[1] = (int64_t)(st->count * p->period_ns);
-		s->n_label = has_comm ? 3 : 2;
-		s->label = &b.labelp[3 * (size_t)st->thread];
+		s->value[1] = (int64_t)(p->weighted ? st->weight_ns : st->count * p->period_ns);
+		if (p->weighted) { /* cpu, off-cpu, wall (= the sum) */
+			s->value[1] = st->offcpu_reason ? 0 : (int64_t)st->weight_ns;
+			s->value[2] = st->offcpu_reason ? (int64_t)st->weight_ns : 0;
+			s->value[3] = (int64_t)st->weight_ns;
+		}
+		s->label = &b.slabelp[SAMPLE_LABELS * (size_t)i];
+		s->n_label = 0;
+		for (int k = 0; k < (has_comm ? 3 : 2); k++)
+			s->label[s->n_label++] = b.labelp[3 * (size_t)st->thread + k];
+		s->label[s->n_label++] = &b.tlabels[2 * (size_t)st->thread];
+		if (p->threads[st->thread].name)
+			s->label[s->n_label++] = &b.tlabels[2 * (size_t)st->thread + 1];
+		if (st->offcpu_reason && st->offcpu_reason < OFFCPU__COUNT)
+			s->label[s->n_label++] = &b.rlabels[st->offcpu_reason];
 		b.samplep[i] = s;
 	}
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 5; i++)
 		perftools__profiles__value_type__init(&b.vt[i]);
 	b.vt[0].type = SID(S_SAMPLES);
 	b.vt[0].unit = SID(S_COUNT);
@@ -212,6 +289,14 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.vt[1].unit = b.vt[2].unit = SID(S_NS);
 	b.vtp[0] = &b.vt[0];
 	b.vtp[1] = &b.vt[1];
+	if (p->weighted) { /* samples/count, cpu/ns, off-cpu/ns, wall/ns */
+		b.vt[1].type = SID(S_CPU);
+		b.vt[3].type = SID(S_OFFCPU);
+		b.vt[4].type = SID(S_WALL);
+		b.vt[3].unit = b.vt[4].unit = SID(S_NS);
+		b.vtp[2] = &b.vt[3];
+		b.vtp[3] = &b.vt[4];
+	}
 
 	/* One mapping that says every location is already symbolized; without
 	 * it pprof looks for a binary to symbolize against and complains. */
@@ -224,7 +309,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	perftools__profiles__profile__init(&b.prof);
 	b.prof.n_mapping = 1;
 	b.prof.mapping = &b.mapp;
-	b.prof.n_sample_type = 2;
+	b.prof.n_sample_type = nvals;
 	b.prof.sample_type = b.vtp;
 	b.prof.n_sample = p->nstacks;
 	b.prof.sample = b.samplep;
@@ -241,6 +326,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.prof.period_type = &b.vt[2];
 	b.prof.period = (int64_t)p->period_ns;
 	b.prof.default_sample_type = SID(S_SAMPLES);
+	if (p->weighted) /* what the profile is about: the off-CPU or the wall time */
+		b.prof.default_sample_type = SID(strcmp(p->clock, "offcpu") ? S_WALL : S_OFFCPU);
 #undef SID
 
 	len = protobuf_c_message_get_packed_size(&b.prof.base);

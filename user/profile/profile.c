@@ -314,7 +314,9 @@ struct profile *profile_new(uint64_t period_ns, const char *clock)
 	if (!p)
 		return NULL;
 	p->period_ns = period_ns;
-	strcpy(p->clock, clock && !strcmp(clock, "wall") ? "wall" : "cpu");
+	strcpy(p->clock, clock && !strcmp(clock, "wall")     ? "wall"
+			 : clock && !strcmp(clock, "offcpu") ? "offcpu"
+							     : "cpu");
 	p->max_ordered = PROFILE_MAX_ORDERED;
 	p->last_stack = UINT32_MAX;
 	/* Sample times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC; formats
@@ -340,6 +342,7 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 {
 	uint32_t stack_buf[64], *ids = stack_buf;
 	uint32_t n = s->nframes, th, sid;
+	uint64_t w;
 	int trunc = (s->flags & SAMPLE_TRUNCATED) && n;
 	struct prof_stack *st;
 	struct prof_thread *t;
@@ -381,6 +384,9 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	if (s->ts_ns > st->last_ns)
 		st->last_ns = s->ts_ns;
 	st->count++;
+	w = s->weight_ns ? s->weight_ns : p->period_ns;
+	st->weight_ns += w;
+	st->offcpu_reason = s->offcpu_reason;
 	st->nidle += !!(s->flags & SAMPLE_IDLE);
 	st->ngil += !!(s->flags & SAMPLE_GIL_HELD);
 
@@ -390,6 +396,8 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	if (s->ts_ns > t->last_ns)
 		t->last_ns = s->ts_ns;
 	t->count++;
+	t->weight_ns += w;
+	p->total_ns += w;
 	if (!p->total || s->ts_ns < p->first_ns)
 		p->first_ns = s->ts_ns;
 	if (s->ts_ns > p->last_ns)
@@ -415,7 +423,9 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 			o->stack = sid;
 			o->cpu = s->cpu;
 			o->flags = s->flags;
+			o->weight_ns = w;
 			st->nordered++;
+			st->ordered_ns += w;
 			p->nordered++;
 		}
 	}
@@ -435,8 +445,11 @@ void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n)
 	if (stack >= p->nstacks)
 		return;
 	p->stacks[stack].count += n;
+	p->stacks[stack].weight_ns += n * p->period_ns;
 	p->threads[p->stacks[stack].thread].count += n;
+	p->threads[p->stacks[stack].thread].weight_ns += n * p->period_ns;
 	p->total += n;
+	p->total_ns += n * p->period_ns;
 }
 
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
@@ -462,6 +475,50 @@ int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
 	return 0;
 }
 
+void profile_set_weighted(struct profile *p, int on)
+{
+	p->weighted = on;
+}
+
+uint64_t profile_stack_value(const struct profile *p, const struct prof_stack *st)
+{
+	return p->weighted ? st->weight_ns : st->count;
+}
+
+static struct prof_thread *find_thread(const struct profile *p, uint32_t pid, uint32_t tid)
+{
+	struct thread_key k = {pid, tid};
+	struct prof_slot *slot;
+
+	if (!p->ithread.cap)
+		return NULL;
+	slot = ix_find(p, (struct prof_index *)&p->ithread, (uint32_t)fnv(FNV_INIT, &k, sizeof(k)),
+		       thread_eq, &k);
+	return slot->id1 ? &p->threads[slot->id1 - 1] : NULL;
+}
+
+int profile_set_thread_name(struct profile *p, uint32_t pid, uint32_t tid, const char *name)
+{
+	struct prof_thread *t = find_thread(p, pid, tid);
+	char *copy;
+
+	if (!t || !name)
+		return -1;
+	copy = utf8_dup(name);
+	if (!copy)
+		return -1;
+	free(t->name);
+	t->name = copy;
+	return 0;
+}
+
+const char *profile_thread_name(const struct profile *p, uint32_t pid, uint32_t tid)
+{
+	const struct prof_thread *t = find_thread(p, pid, tid);
+
+	return t ? t->name : NULL;
+}
+
 const char *profile_comm(const struct profile *p, uint32_t pid)
 {
 	for (uint32_t i = 0; i < p->ncomms; i++)
@@ -478,8 +535,10 @@ void profile_free(struct profile *p)
 		free(p->strs[i]);
 	for (uint32_t i = 0; i < p->nstacks; i++)
 		free(p->stacks[i].frames);
-	for (uint32_t i = 0; i < p->nthreads; i++)
+	for (uint32_t i = 0; i < p->nthreads; i++) {
 		free(p->threads[i].order);
+		free(p->threads[i].name);
+	}
 	for (uint32_t i = 0; i < p->ncomms; i++)
 		free(p->comms[i].name);
 	free(p->strs);

@@ -26,6 +26,8 @@
 #include "record_targets.h"
 #include "stack_reader.h"
 #include "text_escape.h"
+#include "offcpu.h"
+#include "proc.h"
 
 #define MAX_PIDS 256
 /* How often the ring buffer is drained and new processes are looked for. */
@@ -40,7 +42,13 @@ struct record_opts {
 	int poisson;
 	unsigned poisson_factor;
 	int wall, idle;
-	double duration; /* 0: until Ctrl-C */
+	/* --clock offcpu (1) or wall (2): off-CPU intervals, user/record/offcpu.h;
+	 * wall is then the cpu clock plus them, and the task iterator of old is
+	 * --clock snapshot (o->wall), which --clock wall --idle still means. */
+	int offcpu;
+	int gil;	     /* --gil: GIL holders and GIL waits only */
+	double min_block_us; /* --min-block-us */
+	double duration;     /* 0: until Ctrl-C */
 	const char *output;
 	const struct profile_format *format; /* -f, from the format table */
 	int threads, no_lines, force;
@@ -54,10 +62,27 @@ static const char doc[] =
     "profile.\v"
     "CLOCKS. --clock cpu (default): a BPF perf_event program on the software cpu-clock of "
     "every online CPU (exact period mode) walks the interrupted thread's frames while it is "
-    "not running; a thread is sampled RATE times per second of CPU it uses. --clock wall: "
-    "every thread of the targets, running or not, is snapshotted RATE times per second by a "
-    "sleepable BPF task iterator; threads not running are flagged idle and dropped unless "
-    "--idle.\n"
+    "not running; a thread is sampled RATE times per second of CPU it uses. --clock offcpu: "
+    "a sched_switch program reads a target thread's stack as it leaves the CPU and writes it "
+    "when the thread is back, weighted by the exact nanoseconds it was away, under a leaf "
+    "frame giving the reason: [off-cpu: gil] (futex on the GIL), [off-cpu: lock] (other "
+    "futex), [off-cpu: io] (read, write, recv, send, poll, epoll, select on fds, ...), "
+    "[off-cpu: sleep] (nanosleep, clock_nanosleep, select/poll on no fds), [off-cpu: page "
+    "fault], [off-cpu: preempted] (runnable, waiting for a CPU), [off-cpu: other]. "
+    "--min-block-us drops shorter blocks in the kernel. --clock wall: the cpu clock's samples "
+    "(each weighing 1/RATE s) plus the off-CPU intervals, so that a thread's total is its "
+    "elapsed time. With offcpu and wall every output counts nanoseconds: collapsed counts "
+    "are ns, pprof has sample types cpu, off-cpu and wall (nanoseconds), speedscope weights "
+    "are ns; raw keeps one line per sample or interval, without its weight. --clock "
+    "snapshot: every thread of the targets, running or not, is snapshotted RATE times per "
+    "second by a sleepable BPF task iterator; threads not running are flagged idle and "
+    "dropped unless --idle (--clock wall --idle is the same, as before).\n"
+    "GIL. --gil keeps only the on-CPU samples of threads holding the GIL and, with offcpu "
+    "or wall, the [off-cpu: gil] intervals; refused (exit 2) for a target whose version "
+    "does not expose the holder.\n"
+    "THREADS. --threads keeps threads apart; each thread is named by its OS name (comm, "
+    "which Python 3.14+ sets from threading names): collapsed prefix pid:N;tid:N (NAME), "
+    "pprof labels thread and thread_name, speedscope profile names.\n"
     "POISSON. --poisson on the cpu clock runs the clock at K x RATE (K = --poisson-factor, "
     "default 8) and keeps each tick with probability 1/K in the kernel: gaps between kept "
     "ticks are geometric on the base period 1/(K x RATE), mean 1/RATE, coefficient of "
@@ -82,7 +107,9 @@ static const char doc[] =
     "  sudo bpfpy record -p 1234 -d 10 -o profile.svg\n"
     "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
     "  sudo bpfpy record -a -d 30 --threads -o host.folded\n"
-    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n"
+    "  sudo bpfpy record -p 1234 --clock offcpu --min-block-us 100 -d 10 -o off.folded\n"
+    "  sudo bpfpy record -p 1234 --clock wall --gil --threads -o wall.pb.gz\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_POISSON = 256,
@@ -95,6 +122,8 @@ enum {
 	OPT_SUBPROCESSES,
 	OPT_MAX_DEPTH,
 	OPT_RINGBUF,
+	OPT_GIL,
+	OPT_MIN_BLOCK,
 };
 
 static const struct argp_option options[] = {
@@ -104,8 +133,14 @@ static const struct argp_option options[] = {
     {"rate", 'F', "RATE", 0, "Samples per second: 997, 10k, 10khz (default 1khz)", 0},
     {"poisson", OPT_POISSON, NULL, 0, "Random (Poisson) sampling times, see below", 0},
     {"poisson-factor", OPT_POISSON_FACTOR, "K", 0, "Base clock factor for --poisson (2..64)", 0},
-    {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
-    {"idle", OPT_IDLE, NULL, 0, "Wall clock: keep samples of threads not running", 0},
+    {"clock", OPT_CLOCK, "CLOCK", 0,
+     "cpu (default): on-CPU samples; offcpu: blocked time by reason; wall: both, in ns; "
+     "snapshot: all threads by a task iterator",
+     0},
+    {"idle", OPT_IDLE, NULL, 0, "Snapshot clock: keep samples of threads not running", 0},
+    {"gil", OPT_GIL, NULL, 0, "Only samples of GIL holders (and [off-cpu: gil] intervals)", 0},
+    {"min-block-us", OPT_MIN_BLOCK, "US", 0,
+     "offcpu/wall: drop blocks shorter than this, in the kernel (default 0)", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at Ctrl-C)", 0},
     {"output", 'o', "FILE", 0, "Write the profile here (default: collapsed on stdout)", 0},
     {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
@@ -147,11 +182,29 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->poisson_factor = (unsigned)cli_long(state, arg, 2, 64, "--poisson-factor");
 		break;
 	case OPT_CLOCK:
+		o->wall = o->offcpu = 0;
 		if (!strcmp(arg, "wall"))
+			o->offcpu = 2; /* or the snapshot clock, with --idle: see ARGP_KEY_END */
+		else if (!strcmp(arg, "offcpu"))
+			o->offcpu = 1;
+		else if (!strcmp(arg, "snapshot"))
 			o->wall = 1;
 		else if (strcmp(arg, "cpu"))
-			argp_error(state, "--clock must be cpu or wall");
+			argp_error(state, "--clock must be cpu, offcpu, wall or snapshot");
 		break;
+	case OPT_GIL:
+		o->gil = 1;
+		break;
+	case OPT_MIN_BLOCK: {
+		char *end;
+
+		errno = 0;
+		o->min_block_us = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->min_block_us >= 0) ||
+		    o->min_block_us > 3600e6)
+			argp_error(state, "invalid --min-block-us '%s' (0 to 3600000000)", arg);
+		break;
+	}
 	case OPT_IDLE:
 		o->idle = 1;
 		break;
@@ -195,8 +248,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!o->npids && !o->all)
 			argp_error(state, "give -p PID or -a");
+		if (o->idle && o->offcpu == 2) { /* --clock wall --idle: the snapshot clock */
+			o->offcpu = 0;
+			o->wall = 1;
+		}
 		if (o->idle && !o->wall)
 			argp_error(state, "--idle goes with --clock wall");
+		if (o->min_block_us > 0 && !o->offcpu)
+			argp_error(state, "--min-block-us goes with --clock offcpu or wall");
+		if (o->gil && o->wall)
+			argp_error(state, "--gil goes with --clock cpu, offcpu or wall");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -212,6 +273,8 @@ struct rec_ctx {
 	struct sym_frame *frames;
 	struct rec_target *last; /* target of the previous record */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
+	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
+	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
 };
 
@@ -226,7 +289,11 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .cpu = h->cpu,
 	    .flags = h->flags,
 	    .frames = c->frames,
+	    .weight_ns = h->weight_ns,
+	    .offcpu_reason = h->offcpu_reason,
 	};
+	/* An off-CPU interval's reason is its leaf frame, ahead of the stack. */
+	uint32_t leaf = h->offcpu_reason ? 1 : 0;
 	int unnamed = 0;
 
 	/* Consecutive records mostly come from one process: skip the scan of
@@ -248,8 +315,16 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		t->idle++;
 		return 0;
 	}
+	if (c->o->gil &&
+	    (h->offcpu_reason ? h->offcpu_reason != OFFCPU_GIL : !(h->flags & SAMPLE_GIL_HELD))) {
+		c->dropped_gil++;
+		return 0;
+	}
+	if (leaf)
+		c->frames[0] = (struct sym_frame){offcpu_reason_frame(h->offcpu_reason), "", 0, 0};
 	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
-		unnamed |= code_cache_symbolize(t->cache, &frames[i], &c->frames[i]) != CODE_OK;
+		unnamed |=
+		    code_cache_symbolize(t->cache, &frames[i], &c->frames[leaf + i]) != CODE_OK;
 	if (unnamed) {
 		/* A frame we cannot name (its code was freed before we, or the
 		 * kernel, read it) makes no stack: an error of the sample. */
@@ -259,13 +334,21 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->err_by_cause[WALK_ERR_UNNAMED]++;
 		return 0;
 	}
-	s.nframes = h->nframes;
+	s.nframes = h->nframes + (h->nframes ? leaf : 0);
 	t->samples++;
 	c->samples++;
+	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
+		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
 	if (c->raw)
 		raw_write_sample(c->raw, &s);
-	else
-		profile_add(c->prof, &s);
+	else if (!profile_add(c->prof, &s) && s.nframes &&
+		 !profile_thread_name(c->prof, h->pid, h->tid)) {
+		char name[64];
+
+		/* First sight of this thread: its OS name while it lives. */
+		proc_thread_comm((pid_t)h->pid, (pid_t)h->tid, name, sizeof(name));
+		profile_set_thread_name(c->prof, h->pid, h->tid, name);
+	}
 	code_cache_end_sample(t->cache);
 	return 0;
 }
@@ -353,7 +436,11 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (bpf_sampler_counters(s, cnt))
 		memset(cnt, 0, sizeof(cnt));
 	fprintf(stderr, "bpfpy record: %.2f s, clock %s, asked %.0f Hz%s\n", elapsed,
-		o->wall ? "wall" : "cpu", o->rate_hz,
+		o->wall		 ? "snapshot"
+		: o->offcpu == 1 ? "offcpu"
+		: o->offcpu == 2 ? "wall (cpu + offcpu)"
+				 : "cpu",
+		o->rate_hz,
 		o->poisson ? (o->wall ? " (Poisson, exponential gaps)"
 				      : " (Poisson: geometric gaps on a faster clock)")
 			   : "");
@@ -368,6 +455,29 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		if (cnt[CNT_ERR_BASE + e])
 			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
 				(unsigned long long)cnt[CNT_ERR_BASE + e]);
+	if (o->offcpu) {
+		uint64_t oc[OFFC__COUNT];
+		struct offcpu *off = bpf_sampler_offcpu(s);
+
+		if (!off || offcpu_counters(off, oc))
+			memset(oc, 0, sizeof(oc));
+		fprintf(stderr,
+			"  off-CPU: %llu context switches seen, %llu by targets, %llu stacks kept, "
+			"%llu intervals emitted, %llu under --min-block-us dropped, %llu lost, "
+			"%llu without storage; in-kernel %.2f us per target switch-out\n",
+			(unsigned long long)oc[OFFC_SWITCHES], (unsigned long long)oc[OFFC_OUT],
+			(unsigned long long)oc[OFFC_STORED], (unsigned long long)oc[OFFC_EMITTED],
+			(unsigned long long)oc[OFFC_SHORT], (unsigned long long)oc[OFFC_LOST],
+			(unsigned long long)oc[OFFC_NO_SLOT],
+			oc[OFFC_OUT] ? oc[OFFC_OUT_COST_NS] / 1e3 / oc[OFFC_OUT] : 0.0);
+		fprintf(stderr, "  off-CPU time kept:");
+		for (int r = 1; r < OFFCPU__COUNT; r++)
+			fprintf(stderr, " %s %.3f s%s", offcpu_reason_name(r),
+				c->offcpu_ns[r] / 1e9, r + 1 < OFFCPU__COUNT ? "," : "\n");
+	}
+	if (o->gil && c->dropped_gil)
+		fprintf(stderr, "  --gil: %llu samples of threads not holding the GIL dropped\n",
+			(unsigned long long)c->dropped_gil);
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
@@ -490,8 +600,10 @@ int cmd_record(int argc, char **argv)
 	ts.all = o.all;
 	ts.children = o.children;
 	ts.verbose = o.verbose;
-	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
-	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.wall ? "wall" : "cpu");
+	c.frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.frames)); /* + an off-CPU reason */
+	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.offcpu == 1	       ? "offcpu"
+							  : o.wall || o.offcpu ? "wall"
+									       : "cpu");
 	if (!c.frames || !c.prof) {
 		diag_errno(&d, ENOMEM, "record");
 		ret = diag_report(&d);
@@ -502,6 +614,8 @@ int cmd_record(int argc, char **argv)
 	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
 	if (!(format->flags & PROFILE_FMT_ORDERED))
 		profile_set_max_ordered(c.prof, 0);
+	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
+	profile_set_weighted(c.prof, o.offcpu != 0);
 	{
 		struct bpf_sampler_opts so = {
 		    .rate_hz = o.rate_hz,
@@ -511,6 +625,8 @@ int cmd_record(int argc, char **argv)
 		    .verbose = o.verbose,
 		    .wall = o.wall,
 		    .targets_grow = o.all || o.children,
+		    .offcpu = o.offcpu,
+		    .min_block_ns = (uint64_t)(o.min_block_us * 1000),
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -526,6 +642,18 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	targets_scan(&ts);
+	for (int i = 0; o.gil && i < ts.n; i++) {
+		const struct rec_target *t = ts.t[i];
+
+		if (t->proc && !t->proc->cfg.gil_holder_addr) {
+			fprintf(stderr,
+				"bpfpy record: pid %d (CPython %s): --gil: this version does not "
+				"expose which thread holds the GIL\n",
+				t->pid, t->version);
+			ret = EXIT_USAGE;
+			goto out;
+		}
+	}
 	if (bpf_sampler_start(s, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -537,6 +665,15 @@ int cmd_record(int argc, char **argv)
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
+	/* Threads rename themselves (Python 3.14+ from threading, after the
+	 * thread started): the name they have at the end, if they live. */
+	for (uint32_t i = 0; i < c.prof->nthreads; i++) {
+		const struct prof_thread *th = &c.prof->threads[i];
+		char name[64];
+
+		if (!proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
+			profile_set_thread_name(c.prof, th->pid, th->tid, name);
+	}
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
