@@ -159,7 +159,7 @@ if start_py "$L2" "$PYDIR/three.py"; then
 	else
 		bad "wall --idle: expected only '$want' ($n samples), got: $(head -c 600 "$TMP/wall.folded")"
 	fi
-	bpfpy record -p "$pid" --clock wall -F 100 -d 1 >"$TMP/wall2.folded" 2>"$TMP/wall2.err"
+	bpfpy record -p "$pid" --clock snapshot -F 100 -d 1 >"$TMP/wall2.folded" 2>"$TMP/wall2.err"
 	rc=$?
 	dropped=$(sed -n 's/^ *idle samples dropped: \([0-9]*\).*/\1/p' "$TMP/wall2.err")
 	if [[ $rc == 0 && ! -s $TMP/wall2.folded && ${dropped:-0} -ge 10 ]]; then

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# Checks of test_offcpu.sh on bpfpy's outputs. Prints ok:/FAIL: lines and
+# "stat:" lines; the exit status is the number of failures.
+#
+#   check_offcpu.py four offcpu|wall FOLDED SUMMARY STATS_A STATS_B
+#       FOLDED: record --threads collapsed output (ns) of py/offcpu_four.py;
+#       SUMMARY: its stderr ("bpfpy record: D s, ..."); STATS_A/B: two
+#       "stats T {...}" lines the program printed before and after it.
+#   check_offcpu.py minblock FOLDED_ALL FOLDED_MIN
+#   check_offcpu.py gilraw RAW_ALL RAW_GIL SPINNER_TID HASHER_TID
+#   check_offcpu.py giloff FOLDED HASHER_TID
+import collections
+import json
+import re
+import sys
+
+fails = 0
+
+
+def ok(msg):
+    print("ok: " + msg)
+
+
+def bad(msg):
+    global fails
+    fails += 1
+    print("FAIL: " + msg)
+
+
+def check(cond, msg):
+    (ok if cond else bad)(msg)
+
+
+def folded(path):
+    """{(tid, name): Counter(reason -> ns)}, reason "cpu" for on-CPU."""
+    out = collections.defaultdict(collections.Counter)
+    for line in open(path, encoding="utf-8"):
+        st, _, n = line.rstrip("\n").rpartition(" ")
+        parts = st.split(";")
+        if len(parts) < 3 or not parts[0].startswith("pid:"):
+            bad("not a --threads line: %r" % line[:200])
+            continue
+        m = re.match(r"tid:(\d+)(?: \((.*)\))?$", parts[1])
+        if not m:
+            bad("no tid in %r" % line[:200])
+            continue
+        leaf = parts[-1]
+        r = leaf[len("[off-cpu: "):-1] if leaf.startswith("[off-cpu: ") else "cpu"
+        out[(int(m.group(1)), m.group(2) or "")][r] += int(n)
+    return out
+
+
+def by_name(agg):
+    return {name: c for (tid, name), c in agg.items()}
+
+
+def elapsed(summary):
+    for line in open(summary, encoding="utf-8"):
+        m = re.match(r"bpfpy record: ([0-9.]+) s,", line)
+        if m:
+            return float(m.group(1))
+    bad("no 'bpfpy record: D s' line in the summary")
+    return 0.0
+
+
+def stats(line):
+    _, t, js = line.split(" ", 2)
+    return float(t), json.loads(js)
+
+
+# What each thread of offcpu_four.py waits for.
+EXPECT = {"sleeper": "sleep", "holder": "sleep", "waiter": "lock", "reader": "io"}
+
+
+def four(clock, path, summary, la, lb):
+    agg = by_name(folded(path))
+    d = elapsed(summary)
+    ta, a = stats(la)
+    tb, b = stats(lb)
+    dt = tb - ta
+    if d <= 0 or dt <= 0:
+        bad("no duration: recorded %.3f s, measured %.3f s" % (d, dt))
+        return
+    for name in list(EXPECT) + ["burner"]:
+        c = agg.get(name)
+        if not c:
+            bad("%s: no thread named %s in the profile (names: %s)" % (clock, name, sorted(agg)))
+            continue
+        # The program's own fractions over its window: blocked in its call,
+        # and (burner) off CPU = 1 - CPU time.
+        if name == "burner":
+            meas = 1 - (b[name][2] - a[name][2]) / dt
+        else:
+            meas = (b[name][1] - a[name][1]) / dt
+        off = sum(v for r, v in c.items() if r != "cpu")
+        tot = sum(c.values())
+        shares = ", ".join("%s %.2f" % (r, v / tot) for r, v in c.most_common())
+        print("stat: %s %s: recorded %.3f s of %.3f s (off-CPU %.3f s: %s); program measured "
+              "%.2f of its time %s" % (clock, name, tot / 1e9, d, off / 1e9, shares, meas,
+                                       "off CPU" if name == "burner" else "blocked"))
+        if name in EXPECT:
+            want = EXPECT[name]
+            check(c[want] >= 0.6 * off,
+                  "%s %s: [off-cpu: %s] is %.2f of its off-CPU time (>= 0.6)" %
+                  (clock, name, want, c[want] / off if off else 0))
+        else:
+            check(c["gil"] + c["preempted"] >= 0.9 * off,
+                  "%s burner: its off-CPU time is GIL waits and preemption (%.2f >= 0.9)" %
+                  (clock, (c["gil"] + c["preempted"]) / off if off else 0))
+        check(abs(off / 1e9 / d - meas) <= 0.2,
+              "%s %s: off-CPU fraction %.2f within 0.2 of the program's %.2f" %
+              (clock, name, off / 1e9 / d, meas))
+        if clock == "wall":
+            check(0.85 <= tot / 1e9 / d <= 1.1,
+                  "wall %s: %.3f s of %.3f s elapsed (0.85..1.1)" % (name, tot / 1e9, d))
+    if clock == "wall":
+        n = len(agg)
+        tot = sum(sum(c.values()) for c in agg.values())
+        check(0.85 <= tot / 1e9 / (d * n) <= 1.1,
+              "wall: all %d threads %.3f s = %.2f x elapsed x threads (0.85..1.1)" %
+              (n, tot / 1e9, tot / 1e9 / (d * n)))
+
+
+def minblock(p_all, p_min):
+    a, m = by_name(folded(p_all)), by_name(folded(p_min))
+    # sleeper and reader block 10 ms at a time, holder sleeps 50 ms.
+    for name, r in (("sleeper", "sleep"), ("reader", "io")):
+        x, y = a.get(name, {}).get(r, 0), m.get(name, {}).get(r, 0)
+        check(x > 0 and y <= 0.5 * x,
+              "--min-block-us 30000: %s's 10 ms blocks mostly dropped (%.3f s -> %.3f s)" %
+              (name, x / 1e9, y / 1e9))
+    x, y = a.get("holder", {}).get("sleep", 0), m.get("holder", {}).get("sleep", 0)
+    check(x > 0 and y >= 0.5 * x,
+          "--min-block-us 30000: holder's 50 ms sleeps kept (%.3f s -> %.3f s)" %
+          (x / 1e9, y / 1e9))
+
+
+def raw_lines(path):
+    for line in open(path, encoding="utf-8"):
+        f = line.rstrip("\n").split(" ", 5)
+        if len(f) == 6:
+            yield int(f[2]), int(f[4]), f[5]
+
+
+GIL_HELD = 1 << 2  # SAMPLE_GIL_HELD, bpf/bpfpy.h
+
+
+def gilraw(p_all, p_gil, spinner, hasher):
+    spinner, hasher = int(spinner), int(hasher)
+    cnt = collections.Counter((tid, bool(fl & GIL_HELD)) for tid, fl, _ in raw_lines(p_all))
+    print("stat: without --gil: spinner %d held / %d not, hasher %d held / %d not" %
+          (cnt[spinner, True], cnt[spinner, False], cnt[hasher, True], cnt[hasher, False]))
+    check(cnt[hasher, False] > 0,
+          "without --gil: the hasher has samples without the GIL (%d)" % cnt[hasher, False])
+    g = list(raw_lines(p_gil))
+    notheld = sum(1 for _, fl, _ in g if not fl & GIL_HELD)
+    check(g and notheld == 0, "--gil: all %d samples hold the GIL (%d do not)" % (len(g), notheld))
+    check(any(tid == spinner for tid, _, _ in g),
+          "--gil: the spinner, which holds the GIL, is kept")
+
+
+def giloff(path, hasher):
+    agg = folded(path)
+    reasons = collections.Counter()
+    for c in agg.values():
+        reasons.update(c)
+    print("stat: --clock offcpu --gil: %s" %
+          ", ".join("%s %.3f s" % (r, v / 1e9) for r, v in reasons.items()))
+    check(reasons and set(reasons) == {"gil"},
+          "--clock offcpu --gil keeps only [off-cpu: gil] (%s)" % sorted(reasons))
+    h = sum(c["gil"] for (tid, _), c in agg.items() if tid == int(hasher))
+    check(h > 0, "the hasher waits for the GIL: %.3f s of [off-cpu: gil]" % (h / 1e9))
+
+
+mode = sys.argv[1]
+if mode == "four":
+    four(*sys.argv[2:7])
+elif mode == "minblock":
+    minblock(*sys.argv[2:4])
+elif mode == "gilraw":
+    gilraw(*sys.argv[2:6])
+elif mode == "giloff":
+    giloff(*sys.argv[2:4])
+else:
+    bad("unknown mode %s" % mode)
+sys.exit(min(fails, 100))
