@@ -42,6 +42,7 @@
 #    interval is [off-cpu: gil], and the hasher has some: on every version
 #    here (3.8-3.15, default builds) take_gil() sleeps on the GIL state's
 #    pthread cond/mutex, a futex on a known address.
+# 3. Names in dump, pprof labels and speedscope (one interpreter, below).
 # Every wait for a target is for its "ready" line (lib.sh py_ready).
 . "$(dirname "$0")/lib.sh"
 
@@ -127,6 +128,45 @@ one() {
 }
 
 JOBS=${JOBS:-2} each_target one
+
+# 3. The names and reasons in the outputs, on one interpreter: dump's
+#    "  name: NAME" lines, pprof's labels (go tool pprof -tags) thread_name
+#    and off_cpu_reason and its off-cpu sample type, speedscope's profile
+#    names. Debian's 3.11: the host's own interpreter.
+label=$(targets | awk -F'\t' '$2 == "debian-3.11" { print $2; exit }')
+if [[ -z $label ]]; then
+	label=$(targets | awk -F'\t' 'NR == 1 { print $2 }')
+fi
+echo "== names and labels ($label)"
+if start_py "$label" "$PYDIR/offcpu_four.py"; then
+	"$BPFPY" dump -p "$PY_PID" >"$TMP/names.dump" 2>&1
+	for n in sleeper holder waiter reader burner; do
+		grep -q "^  name: $n$" "$TMP/names.dump" && ok "dump names thread $n" ||
+			bad "dump: no '  name: $n' line: $(head -c 400 "$TMP/names.dump")"
+	done
+	bpfpy record -q -p "$PY_PID" --clock wall -d 2 -o "$TMP/names.pb.gz" 2>"$TMP/names.err"
+	if HOME=$TMP go tool pprof -tags "$TMP/names.pb.gz" >"$TMP/names.tags" 2>&1; then
+		for want in "thread_name:" ": sleeper" "off_cpu_reason:" ": sleep" ": lock" ": io" ": gil"; do
+			grep -q -- "$want" "$TMP/names.tags" && ok "pprof -tags shows '$want'" ||
+				bad "pprof -tags lacks '$want': $(head -c 600 "$TMP/names.tags")"
+		done
+		HOME=$TMP go tool pprof -top -sample_index=off-cpu "$TMP/names.pb.gz" >"$TMP/names.top" 2>&1
+		grep -q "off-cpu: lock" "$TMP/names.top" && ok "pprof -sample_index=off-cpu ranks [off-cpu: lock]" ||
+			bad "pprof off-cpu -top: $(head -c 400 "$TMP/names.top")"
+	else
+		bad "go tool pprof -tags cannot read it: $(head -c 300 "$TMP/names.tags") $(tail -n 2 "$TMP/names.err")"
+	fi
+	bpfpy record -q -p "$PY_PID" --clock offcpu -d 1 -o "$TMP/names.json" 2>"$TMP/names.err"
+	"$CHECKPY" -c 'import json, sys
+names = [p["name"] for p in json.load(open(sys.argv[1]))["profiles"]]
+missing = [n for n in ("sleeper", "holder", "waiter", "reader") if not any(x.startswith(n + ":") for x in names)]
+print("ok: speedscope profile names start with the thread names" if not missing else "FAIL: speedscope names lack %s: %s" % (missing, names))
+sys.exit(bool(missing))' "$TMP/names.json" || fails=$((fails + 1))
+	kill -9 "$PY_PID" 2>/dev/null
+	wait "$PY_PID" 2>/dev/null
+else
+	bad "$label: offcpu_four.py did not start"
+fi
 
 # Usage errors: the flags that go together, exit 2 before anything runs.
 for args in "--min-block-us 100" "--clock snapshot --gil" "--clock offcpu --min-block-us -1" "--clock bogus"; do

@@ -131,8 +131,13 @@ int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_
 		if (p->weighted ? p->threads[i].weight_ns > p->threads[busiest].weight_ns
 				: p->threads[i].count > p->threads[busiest].count)
 			busiest = i;
-	snprintf(name, sizeof(name), "bpfpy %s profile, %llu samples every %llu ns", p->clock,
-		 (unsigned long long)p->total, (unsigned long long)p->period_ns);
+	if (p->weighted)
+		snprintf(name, sizeof(name),
+			 "bpfpy %s profile, %llu samples and off-CPU intervals, weights in ns",
+			 p->clock, (unsigned long long)p->total);
+	else
+		snprintf(name, sizeof(name), "bpfpy %s profile, %llu samples every %llu ns",
+			 p->clock, (unsigned long long)p->total, (unsigned long long)p->period_ns);
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n", f);
 	put_frames(f, p, o->no_lines);
 	fputs("\"profiles\":[", f);
