@@ -340,6 +340,12 @@ void profile_set_max_ordered(struct profile *p, uint64_t n)
 
 int profile_add(struct profile *p, const struct sym_sample *s)
 {
+	return profile_add_weighted(p, s, 0, 0);
+}
+
+int profile_add_weighted(struct profile *p, const struct sym_sample *s, uint64_t weight_ns,
+			 uint32_t offcpu_reason)
+{
 	uint32_t stack_buf[64], *ids = stack_buf;
 	uint32_t n = s->nframes, th, sid;
 	uint64_t w;
@@ -384,9 +390,9 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	if (s->ts_ns > st->last_ns)
 		st->last_ns = s->ts_ns;
 	st->count++;
-	w = s->weight_ns ? s->weight_ns : p->period_ns;
+	w = weight_ns ? weight_ns : p->period_ns;
 	st->weight_ns += w;
-	st->offcpu_reason = s->offcpu_reason;
+	st->offcpu_reason = offcpu_reason;
 	st->nidle += !!(s->flags & SAMPLE_IDLE);
 	st->ngil += !!(s->flags & SAMPLE_GIL_HELD);
 

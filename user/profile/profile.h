@@ -36,10 +36,6 @@ struct sym_sample {
 	uint32_t flags; /* SAMPLE_* from bpf/bpfpy.h */
 	uint32_t nframes;
 	const struct sym_frame *frames; /* leaf first */
-	/* Weighted profiles (profile_set_weighted): this sample's nanoseconds;
-	 * 0 means one period_ns of the clock (an on-CPU sample). */
-	uint64_t weight_ns;
-	uint32_t offcpu_reason; /* enum offcpu_reason, 0 for on-CPU samples */
 };
 
 /* Default bound on samples kept in time order (for speedscope). */
@@ -152,6 +148,11 @@ void profile_set_max_ordered(struct profile *p, uint64_t n);
 /* 0, or -1 with errno = ENOMEM. A sample without frames is only counted
  * (p->nempty): no format can draw an empty stack honestly. */
 int profile_add(struct profile *p, const struct sym_sample *s);
+/* The same for a weighted profile (profile_set_weighted): the sample weighs
+ * weight_ns (0: one period_ns of the clock, an on-CPU sample), and an
+ * off-CPU interval has its reason (enum offcpu_reason, 0 for on-CPU). */
+int profile_add_weighted(struct profile *p, const struct sym_sample *s, uint64_t weight_ns,
+			 uint32_t offcpu_reason);
 /* Weigh a stack seen before (an id from last_stack) n more samples, with
  * no time of their own: for hits counted where no stack was read (trace's
  * counted-only hits). Ignored for an unknown id. */

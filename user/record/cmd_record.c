@@ -289,8 +289,6 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .cpu = h->cpu,
 	    .flags = h->flags,
 	    .frames = c->frames,
-	    .weight_ns = h->weight_ns,
-	    .offcpu_reason = h->offcpu_reason,
 	};
 	/* An off-CPU interval's reason is its leaf frame, ahead of the stack. */
 	uint32_t leaf = h->offcpu_reason ? 1 : 0;
@@ -341,7 +339,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
 	if (c->raw)
 		raw_write_sample(c->raw, &s);
-	else if (!profile_add(c->prof, &s) && s.nframes &&
+	else if (!profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason) && s.nframes &&
 		 !profile_thread_name(c->prof, h->pid, h->tid)) {
 		char name[64];
 
