@@ -2,11 +2,13 @@
 # Checks of test_offcpu.sh on bpfpy's outputs. Prints ok:/FAIL: lines and
 # "stat:" lines; the exit status is the number of failures.
 #
-#   check_offcpu.py four offcpu|wall FOLDED SUMMARY STATS_A STATS_B
+#   check_offcpu.py four offcpu|wall FOLDED SUMMARY PY_OUT END
 #       FOLDED: record --threads collapsed output (ns) of py/offcpu_four.py;
-#       SUMMARY: its stderr ("bpfpy record: D s, ..."); STATS_A/B: two
-#       "stats T {...}" lines the program printed before and after it.
-#   check_offcpu.py minblock FOLDED_ALL FOLDED_MIN
+#       SUMMARY: its stderr ("bpfpy record: D s, ..."); PY_OUT: the
+#       program's output ("stats T {...}" lines, T = time.monotonic());
+#       END: CLOCK_MONOTONIC when bpfpy had ended. The program's measure is
+#       taken between its lines nearest END - D and END.
+#   check_offcpu.py minblock SPEEDSCOPE MIN_US
 #   check_offcpu.py gilraw RAW_ALL RAW_GIL SPINNER_TID HASHER_TID
 #   check_offcpu.py giloff FOLDED HASHER_TID
 import collections
@@ -72,12 +74,19 @@ def stats(line):
 EXPECT = {"sleeper": "sleep", "holder": "sleep", "waiter": "lock", "reader": "io"}
 
 
-def four(clock, path, summary, la, lb):
+def four(clock, path, summary, py_out, end):
     agg = by_name(folded(path))
     d = elapsed(summary)
-    ta, a = stats(la)
-    tb, b = stats(lb)
+    end = float(end)
+    lines = [stats(l.rstrip("\n")) for l in open(py_out, encoding="utf-8") if l.startswith("stats ")]
+    if not lines:
+        bad("%s: the program printed no stats" % clock)
+        return
+    ta, a = min(lines, key=lambda x: abs(x[0] - (end - d)))
+    tb, b = min(lines, key=lambda x: abs(x[0] - end))
     dt = tb - ta
+    print("stat: %s: the program's window %.3f s (%.3f to %.3f), bpfpy's %.3f s ending at %.3f" %
+          (clock, dt, ta, tb, d, end))
     if d <= 0 or dt <= 0:
         bad("no duration: recorded %.3f s, measured %.3f s" % (d, dt))
         return
@@ -100,9 +109,12 @@ def four(clock, path, summary, la, lb):
                                        "off CPU" if name == "burner" else "blocked"))
         if name in EXPECT:
             want = EXPECT[name]
-            check(c[want] >= 0.6 * off,
-                  "%s %s: [off-cpu: %s] is %.2f of its off-CPU time (>= 0.6)" %
-                  (clock, name, want, c[want] / off if off else 0))
+            blocking = off - c["gil"] - c["preempted"]
+            check(blocking > 0 and c[want] >= 0.9 * blocking and c[want] >= 0.2 * off,
+                  "%s %s: [off-cpu: %s] is %.2f of its off-CPU time other than GIL and "
+                  "preemption (>= 0.9), %.2f of all of it (>= 0.2)" %
+                  (clock, name, want, c[want] / blocking if blocking > 0 else 0,
+                   c[want] / off if off else 0))
         else:
             check(c["gil"] + c["preempted"] >= 0.9 * off,
                   "%s burner: its off-CPU time is GIL waits and preemption (%.2f >= 0.9)" %
@@ -121,18 +133,22 @@ def four(clock, path, summary, la, lb):
               (n, tot / 1e9, tot / 1e9 / (d * n)))
 
 
-def minblock(p_all, p_min):
-    a, m = by_name(folded(p_all)), by_name(folded(p_min))
-    # sleeper and reader block 10 ms at a time, holder sleeps 50 ms.
-    for name, r in (("sleeper", "sleep"), ("reader", "io")):
-        x, y = a.get(name, {}).get(r, 0), m.get(name, {}).get(r, 0)
-        check(x > 0 and y <= 0.5 * x,
-              "--min-block-us 30000: %s's 10 ms blocks mostly dropped (%.3f s -> %.3f s)" %
-              (name, x / 1e9, y / 1e9))
-    x, y = a.get("holder", {}).get("sleep", 0), m.get("holder", {}).get("sleep", 0)
-    check(x > 0 and y >= 0.5 * x,
-          "--min-block-us 30000: holder's 50 ms sleeps kept (%.3f s -> %.3f s)" %
-          (x / 1e9, y / 1e9))
+def minblock(path, min_us):
+    """Every interval of a --min-block-us speedscope file is >= min_us."""
+    floor = int(min_us) * 1000
+    doc = json.load(open(path, encoding="utf-8"))
+    frames = doc["shared"]["frames"]
+    kept = []
+    for p in doc["profiles"]:
+        for st, w in zip(p["samples"], p["weights"]):
+            if st and frames[st[-1]]["name"].startswith("[off-cpu: "):
+                kept.append(w)
+    short = [w for w in kept if w < floor]
+    print("stat: --min-block-us %s: %d intervals kept, shortest %s ns" %
+          (min_us, len(kept), min(kept, default="-")))
+    check(kept and not short,
+          "--min-block-us %s: all %d intervals kept are >= %d ns (%d shorter: %s)" %
+          (min_us, len(kept), floor, len(short), short[:5]))
 
 
 def raw_lines(path):
