@@ -34,10 +34,14 @@
  * that exits while blocked nor a reused tid can leave a stale stack. */
 struct offcpu_slot {
 	__u64 start_ns; /* switch-out time */
-	__u32 size;	/* bytes of buf that are the record */
-	__u8 pending;	/* a record waits for the task's return */
-	__u8 reason;	/* enum offcpu_reason */
-	__u8 pad[2];
+	/* 1: a record waits for the task's return. Taken by an atomic exchange,
+	 * because the end-of-run flush (offcpu_flush) and a switch-in on
+	 * another CPU may race for it: exactly one of them emits it. 64 bits:
+	 * the width BPF exchanges. */
+	__u64 pending;
+	__u32 size;  /* bytes of buf that are the record */
+	__u8 reason; /* enum offcpu_reason */
+	__u8 pad[3];
 	struct sample_buf buf;
 };
 
@@ -250,7 +254,7 @@ static __always_inline void switch_out(struct task_struct *prev, unsigned int st
 		offc_add(OFFC_NO_SLOT, 1);
 		return;
 	}
-	slot->pending = 0;
+	__atomic_exchange_n(&slot->pending, 0, __ATOMIC_SEQ_CST);
 	r.slot = slot;
 	q.cfg = cfg;
 	sample_req_task(&q, prev);
@@ -263,18 +267,11 @@ static __always_inline void switch_out(struct task_struct *prev, unsigned int st
 	offc_add(OFFC_OUT_COST_NS, bpf_ktime_get_ns() - now);
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+/* Write the kept record of a block that ends now, if it is long enough. */
+static __always_inline void slot_emit(struct offcpu_slot *slot, __u64 now)
 {
-	__u32 pid = next->tgid;
-	struct offcpu_slot *slot;
 	__u64 size;
 
-	if (!pid || !bpf_map_lookup_elem(&proc_configs, &pid))
-		return; /* not a target, or no longer one (exited, exec'd) */
-	slot = bpf_task_storage_get(&offcpu_slots, next, NULL, 0);
-	if (!slot || !slot->pending)
-		return;
-	slot->pending = 0;
 	if (now - slot->start_ns < min_block_ns) {
 		offc_add(OFFC_SHORT, 1);
 		return;
@@ -293,17 +290,54 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	offc_add(OFFC_EMITTED, 1);
 }
 
+/* The task's kept record, if one waits; it is then no longer pending. */
+static __always_inline struct offcpu_slot *slot_take(struct task_struct *task)
+{
+	__u32 pid = task->tgid;
+	struct offcpu_slot *slot;
+
+	if (!pid || !bpf_map_lookup_elem(&proc_configs, &pid))
+		return NULL; /* not a target, or no longer one (exited, exec'd) */
+	slot = bpf_task_storage_get(&offcpu_slots, task, NULL, 0);
+	if (!slot || !slot->pending || !__atomic_exchange_n(&slot->pending, 0, __ATOMIC_SEQ_CST))
+		return NULL;
+	return slot;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
+	struct offcpu_slot *slot;
 
 	(void)ctx;
 	(void)preempt;
 	offc_add(OFFC_SWITCHES, 1);
 	switch_out(prev, prev_state, now);
-	switch_in(next, now);
+	slot = slot_take(next);
+	if (slot)
+		slot_emit(slot, now);
+	return 0;
+}
+
+/*
+ * At the end of a run, before on_switch is detached: every target thread
+ * still off CPU has its block written up to now, so that a thread asleep
+ * at the end (or waiting for a CPU on a loaded host) is not missing that
+ * time. User space runs this iterator once (user/record/offcpu.c).
+ */
+SEC("iter/task")
+int offcpu_flush(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct offcpu_slot *slot;
+
+	if (!task)
+		return 0;
+	slot = slot_take(task);
+	if (slot)
+		slot_emit(slot, bpf_ktime_get_ns());
 	return 0;
 }
 

@@ -11,9 +11,10 @@
 #    difference of its lines nearest the recording's start and end (bpfpy's
 #    end on CLOCK_MONOTONIC minus the recorded duration).
 #    --clock offcpu --threads -d 3, per thread found BY NAME:
-#    - the reason named for it (sleep, sleep, lock, io) is >= 0.9 of its
+#    - the reason named for it (sleep, sleep, lock, io) is >= 0.75 of its
 #      off-CPU time other than GIL waits and preemption, and >= 0.2 of all
-#      of it. GIL waits and preemption come on top after each wake-up: the
+#      of it (the holder also waits for the lock, 0.01-0.1, when the waiter
+#      holds it while it waits for the GIL). GIL waits and preemption come on top after each wake-up: the
 #      program's own clock counts them inside its call, bpfpy names them
 #      apart ([off-cpu: gil], [off-cpu: preempted]), and they grow with the
 #      host's load (0.01-0.14 of a thread's off-CPU time at load 2-5, up to
@@ -30,9 +31,10 @@
 #    --clock wall: the same, plus each thread's total (on-CPU samples, each
 #    1/RATE s, plus off-CPU ns) within 0.85..1.1 of the elapsed time, and
 #    all threads' total within 0.85..1.1 of elapsed x threads: on-CPU time
-#    is sampled at 1 kHz (3000 samples for a busy thread: +-2%), the blocks
-#    at both ends are lost (<= 3%), a thread preempted in the kernel at the
-#    stop loses its last interval.
+#    is sampled at 1 kHz (3000 samples for a busy thread: +-2%), a block
+#    open at the start is lost (<= 50 ms), blocks open at the end are
+#    written up to it by the flush, and bpfpy's elapsed time also counts
+#    its own detach and drain after the last sample.
 #    --clock offcpu --min-block-us 30000 -f speedscope (one weight per
 #    interval): every interval kept is >= 30 ms, exactly, and the summary
 #    counts dropped ones (the sleeper's and reader's 10 ms blocks: so the

@@ -2,7 +2,10 @@
 #include "offcpu.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -64,10 +67,35 @@ int offcpu_start(struct offcpu *oc, struct diag *d)
 	return 0;
 }
 
+/* Run offcpu_flush over every task once: the blocks still open are
+ * written up to now. Best effort: without it they are only missing. */
+static void flush_open_blocks(struct offcpu *oc)
+{
+	struct bpf_link *it = bpf_program__attach_iter(oc->skel->progs.offcpu_flush, NULL);
+	char buf[64];
+	int fd;
+
+	if (!it) {
+		fprintf(stderr, "bpfpy: warning: cannot flush off-CPU blocks still open (%s)\n",
+			strerror(errno));
+		return;
+	}
+	fd = bpf_iter_create(bpf_link__fd(it));
+	if (fd >= 0) {
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+	bpf_link__destroy(it);
+}
+
 void offcpu_stop(struct offcpu *oc)
 {
-	if (!oc)
+	if (!oc || !oc->link)
 		return;
+	/* While still attached, so that a block ends exactly once: here, or
+	 * at its switch-in, whichever takes it first. */
+	flush_open_blocks(oc);
 	bpf_link__destroy(oc->link);
 	oc->link = NULL;
 }

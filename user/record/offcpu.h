@@ -28,7 +28,8 @@ int offcpu_open(struct offcpu **out, struct bpf_object *shared, const struct off
 		struct diag *d);
 /* Attach to sched_switch: from here every target thread's blocks are kept. */
 int offcpu_start(struct offcpu *oc, struct diag *d);
-/* Detach: nothing new is written; what is queued can still be drained. */
+/* Write every block still open up to now (threads asleep at the end),
+ * then detach: nothing new is written; what is queued can be drained. */
 void offcpu_stop(struct offcpu *oc);
 void offcpu_close(struct offcpu *oc);
 /* Counters summed over CPUs, indexed by enum offcpu_counter. 0, or -1. */
