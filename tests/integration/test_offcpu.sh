@@ -22,12 +22,12 @@
 #      a share; a wrong reason would leave the named one near 0;
 #    - the burner's off-CPU time is >= 0.9 GIL waits and preemption;
 #    - each thread's off-CPU fraction (recorded ns / elapsed) is within 0.2
-#      of what the program measured (blocked time / its window): the two
+#      of what the program measured (1 - its CPU time / its window): the two
 #      windows are not the same (the program's lines come every 100 ms and
 #      bpfpy attaches and detaches in between), one block straddling each
-#      end is lost (<= 50 ms of 3 s), and the program's clock also counts
-#      the few microseconds on CPU inside its call. A wrong attribution
-#      (time of one thread under another, or lost intervals) is ~0.5 off.
+#      end is lost (<= 50 ms of 3 s), and the program updates its CPU time
+#      once per loop (<= 50 ms late). A wrong attribution (time of one
+#      thread under another, or lost intervals) is ~0.5 off.
 #    --clock wall: the same, plus each thread's total (on-CPU samples, each
 #    1/RATE s, plus off-CPU ns) within 0.85..1.1 of the elapsed time, and
 #    all threads' total within 0.85..1.1 of elapsed x threads: on-CPU time
