@@ -109,6 +109,11 @@ struct proc_config {
 	__u64 gil_holder_addr; /* PyThreadState *: last holder; 0 if unknown */
 	__u32 max_depth;
 	__u32 pad;
+	/* Off-CPU (bpf/offcpu.bpf.c): a futex word in [gil_wait_lo, gil_wait_hi)
+	 * is the GIL's mutex or condition variable, so a thread asleep on it
+	 * waits for the GIL. From py_gil_wait_range(); 0, 0 if unknown. */
+	__u64 gil_wait_lo;
+	__u64 gil_wait_hi;
 };
 
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
@@ -196,6 +201,12 @@ struct sample_hdr {
 	__u8 err;	/* enum walk_error when SAMPLE_ERROR */
 	__u32 probe_id; /* trace: which probe fired; 0 for samples */
 	__u64 args[2];	/* trace: probe arguments */
+	/* Off-CPU records (bpf/offcpu.bpf.c) only, 0 in every other: the stack
+	 * was taken as the thread left the CPU at ts_ns and the record written
+	 * when it came back, weight_ns later, for the reason offcpu_reason. */
+	__u64 weight_ns;
+	__u8 offcpu_reason; /* enum offcpu_reason */
+	__u8 pad2[7];
 };
 
 /* A whole ring-buffer record, as built in per-CPU scratch before output. */
@@ -250,6 +261,35 @@ struct trace_loc_stats {
 	__u64 emitted;	    /* of which emitted in full */
 	__u64 first_ns;	    /* first hit, bpf_ktime_get_ns() */
 	__u64 saturated_ns; /* first hit only counted, 0 if none yet */
+};
+
+/*
+ * Off-CPU time (bpf/offcpu.bpf.c, record --clock offcpu|wall): why a thread
+ * left the CPU, decided at the switch from its state and its syscall.
+ */
+enum offcpu_reason {
+	OFFCPU_NONE = 0,   /* not an off-CPU record */
+	OFFCPU_GIL,	   /* futex on the GIL's mutex or condition variable */
+	OFFCPU_LOCK,	   /* any other futex: locks, conditions, queues */
+	OFFCPU_IO,	   /* read/write/recv/send/poll/epoll/select on fds, ... */
+	OFFCPU_SLEEP,	   /* nanosleep, clock_nanosleep, select/poll on no fds */
+	OFFCPU_PAGE_FAULT, /* asleep outside a syscall: a page fault */
+	OFFCPU_PREEMPTED,  /* still runnable: preempted, waiting for a CPU */
+	OFFCPU_OTHER,	   /* any other syscall, or stopped */
+	OFFCPU__COUNT,
+};
+
+/* Per-CPU counters of the off-CPU program, index = enum offcpu_counter. */
+enum offcpu_counter {
+	OFFC_SWITCHES = 0, /* every context switch seen (the program's runs) */
+	OFFC_OUT,	   /* a target thread left the CPU */
+	OFFC_STORED,	   /* ... and its stack was kept for its return */
+	OFFC_NO_SLOT,	   /* no task storage for it (allocation failed) */
+	OFFC_EMITTED,	   /* intervals written to the ring buffer */
+	OFFC_SHORT,	   /* intervals under --min-block-us, dropped */
+	OFFC_LOST,	   /* intervals lost to a full ring buffer */
+	OFFC_OUT_COST_NS,  /* in-kernel ns spent at target switch-outs */
+	OFFC__COUNT,
 };
 
 #endif /* BPFPY_H */

@@ -17,6 +17,12 @@
 #define SCRATCH_SLOT 0
 #endif
 
+/* Where a finished record goes: the ring buffer, unless the includer keeps
+ * it (bpf/offcpu.bpf.c holds it until the thread is back on a CPU). */
+#ifndef SAMPLE_OUTPUT
+#define SAMPLE_OUTPUT(q, buf, size) bpf_ringbuf_output(&events, (buf), (size), BPF_RB_NO_WAKEUP)
+#endif
+
 struct sample_scratch {
 	struct sample_buf buf;
 	struct walk_scratch ws;
@@ -333,7 +339,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
-	ret = bpf_ringbuf_output(&events, &sc->buf, size, BPF_RB_NO_WAKEUP);
+	ret = SAMPLE_OUTPUT(q, &sc->buf, size);
 	count_add(CNT_COST_NS, bpf_ktime_get_ns() - q->start_ns);
 	if (ret) {
 		count_add(CNT_LOST, 1);

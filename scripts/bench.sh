@@ -9,3 +9,4 @@ echo
 echo "== tracer overhead (scripts/bench_trace.sh)"
 "$here/bench_trace.sh"
 echo; echo "== record -a over light processes (scripts/bench_system.sh)"; "$here/bench_system.sh"
+"$here/bench_offcpu.sh"

@@ -136,7 +136,7 @@ $pid1_rc|$pid1_msg|record -p 1 -d 1
 2|invalid duration|record -p $py -d -1
 2|invalid duration|record -p $py -d soon
 2|unknown format|record -p $py -f jpeg
-2|--clock must be cpu or wall|record -p $py --clock moon
+2|--clock must be cpu, offcpu, wall or snapshot|record -p $py --clock moon
 2|--idle goes with --clock wall|record -p $py --idle
 2|--poisson-factor must be 2..64|record -p $py --poisson --poisson-factor 1
 2|--max-depth must be 1..|record -p $py --max-depth 2000

@@ -159,7 +159,7 @@ if start_py "$L2" "$PYDIR/three.py"; then
 	else
 		bad "wall --idle: expected only '$want' ($n samples), got: $(head -c 600 "$TMP/wall.folded")"
 	fi
-	bpfpy record -p "$pid" --clock wall -F 100 -d 1 >"$TMP/wall2.folded" 2>"$TMP/wall2.err"
+	bpfpy record -p "$pid" --clock snapshot -F 100 -d 1 >"$TMP/wall2.folded" 2>"$TMP/wall2.err"
 	rc=$?
 	dropped=$(sed -n 's/^ *idle samples dropped: \([0-9]*\).*/\1/p' "$TMP/wall2.err")
 	if [[ $rc == 0 && ! -s $TMP/wall2.folded && ${dropped:-0} -ge 10 ]]; then
@@ -180,10 +180,10 @@ wait_for() {
 }
 
 # ---------------------------------------------------------------- 4. -a
-# The wall clock too: its task iterator must visit the processes added
+# The snapshot clock too: its task iterator must visit the processes added
 # after it started, not only the one there was at start.
 L3=$(pick debian-3.11 pyenv-3.11 pyenv-3.12)
-for clock in cpu wall; do
+for clock in cpu snapshot; do
 echo "== -a picks up a process started later ($L3, $clock clock)"
 if start_py "$L3" "$PYDIR/three.py"; then
 	sentinel=$PY_PID
@@ -203,7 +203,7 @@ if start_py "$L3" "$PYDIR/three.py"; then
 				bad "-a: no 'sampling pid $late' on stderr"
 			check folded "$TMP/all.$clock.folded" what="-a ($clock clock), the late process" src="$PYDIR/hot.py" \
 				shown="$(shown_path "${ROOTS[$L3]}" hot.py)" pid="$late" min=20 startup=1 \
-				torn_max="$([[ $clock == wall ]] && echo 0.01 || echo 0)"
+				torn_max="$([[ $clock == snapshot ]] && echo 0.01 || echo 0)"
 		fi
 		stop_py "$late"
 	else

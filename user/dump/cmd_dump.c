@@ -18,6 +18,7 @@
 #include "cli_parse.h"
 #include "commands.h"
 #include "diag.h"
+#include "proc.h"
 #include "proc_ns.h"
 #include "ptrace_stop.h"
 #include "py_process.h"
@@ -47,6 +48,7 @@ struct dumped_thread {
 	struct dumped_frame *frames;
 	uint32_t tid;	 /* OS tid; from fs base when the version lacks it */
 	uint32_t ns_tid; /* the target's id of it, where its PID namespace differs */
+	char name[64];	 /* OS name (/proc/PID/task/TID/comm), "" if unknown */
 };
 
 struct dump_ctx {
@@ -71,9 +73,12 @@ static const char doc[] =
     "the target's PID namespace where that differs, e.g. in a container (on Python <= 3.10, which "
     "does not store it, it is found "
     "from the thread's fs base while stopped, and shown as the pthread id with "
-    "--nonblocking), and whether it holds the GIL where the version lets us see it.\n"
+    "--nonblocking), and whether it holds the GIL where the version lets us see it; then, "
+    "on a line of its own ('  name: NAME'), its OS name (comm, which Python 3.14+ sets from "
+    "the threading name).\n"
     "--json prints one object: pid, comm, version, binary, blocking, stopped_us, threads "
-    "[{tid, ns_tid (null outside a container), pthread_id, gil: held|released|unknown, truncated, "
+    "[{tid, ns_tid (null outside a container), pthread_id, name (null if unknown), gil: "
+    "held|released|unknown, truncated, "
     "error, frames [{name, file, "
     "line}]}]; line is -1 when unknown.\n\n"
     "EXAMPLES:\n"
@@ -177,6 +182,9 @@ static int symbolize_all(struct dump_ctx *c)
 		t->frames = calloc(ts->nframes ? ts->nframes : 1, sizeof(*t->frames));
 		if (!t->frames)
 			return diag_errno(c->d, ENOMEM, "dump");
+		/* After the resume: the name costs the target nothing. */
+		if (t->tid && proc_thread_comm(c->p->pid, (pid_t)t->tid, t->name, sizeof(t->name)))
+			t->name[0] = '\0';
 		for (uint32_t f = 0; f < ts->nframes; f++) {
 			struct sym_frame sf;
 
@@ -241,6 +249,11 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 		if (t->ts->flags & SAMPLE_GIL_KNOWN)
 			printf(" (GIL %s)", gil_word(t->ts->flags));
 		printf(":\n");
+		if (t->name[0]) { /* a line of its own: the header's grammar stays */
+			printf("  name: ");
+			text_put(stdout, t->name);
+			printf("\n");
+		}
 		if (t->ts->flags & SAMPLE_ERROR) {
 			printf("    <stack not read: %s>\n", walk_error_name(t->ts->err));
 			continue;
@@ -290,6 +303,8 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 		json_object_object_add(jt, "ns_tid",
 				       t->ns_tid ? json_object_new_int64(t->ns_tid) : NULL);
 		json_object_object_add(jt, "pthread_id", json_object_new_uint64(t->ts->pthread_id));
+		json_object_object_add(jt, "name",
+				       t->name[0] ? json_object_new_string(t->name) : NULL);
 		json_object_object_add(jt, "gil", json_object_new_string(gil_word(t->ts->flags)));
 		json_object_object_add(jt, "truncated",
 				       json_object_new_boolean(t->ts->flags & SAMPLE_TRUNCATED));

@@ -2,7 +2,9 @@
 /*
  * Folded stacks, the input of flamegraph.pl, inferno and speedscope:
  *
- *   line  := [ "pid:" N ";tid:" N ";" ] frame *( ";" frame ) " " count "\n"
+ *   line  := [ "pid:" N ";tid:" N [ " (" NAME ")" ] ";" ] frame *( ";" frame )
+ *            " " count "\n"
+ *   count := samples, or nanoseconds in a weighted profile (--clock offcpu|wall)
  *   frame := qualname " (" file ":" line ")"     -- or " (" file ")" with no_lines
  *
  * Root first, as those tools expect. Lines are sorted, and equal lines (the
@@ -10,6 +12,7 @@
  * profiles of the same stacks diff clean.
  */
 #include "profile.h"
+#include "text_escape.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -74,6 +77,15 @@ int collapsed_write(FILE *f, const struct profile *p, const struct profile_out_o
 
 			snprintf(label, sizeof(label), "pid:%u;tid:%u", t->pid, t->tid);
 			bad |= sb_add(&b, label);
+			/* The thread's name inside the tid's frame, so that a
+			 * reader splitting "tid:N" off still finds the stack. */
+			if (t->name && *t->name) {
+				char name[64];
+
+				text_escape(name, sizeof(name), t->name, TEXT_FOLDED);
+				snprintf(label, sizeof(label), " (%s)", name);
+				bad |= sb_add(&b, label);
+			}
 		}
 		for (uint32_t j = st->nframes; j-- > 0;) {
 			uint32_t key = profile_frame_key(p, st->frames[j], o->no_lines);
@@ -89,7 +101,7 @@ int collapsed_write(FILE *f, const struct profile *p, const struct profile_out_o
 			goto out;
 		}
 		lines[n].s = b.s;
-		lines[n++].count = st->count;
+		lines[n++].count = profile_stack_value(p, st);
 	}
 	qsort(lines, n, sizeof(*lines), line_cmp);
 	for (uint32_t i = 0; i < n;) {

@@ -6,19 +6,25 @@
  * A Python frame maps to one Function (qualname, file, first line) and one
  * Location per (function, line); under no_lines one Location per Function,
  * at its first line. Each stack of each thread is one Sample, leaf first,
- * with values [samples/count, cpu|wall/nanoseconds] and numeric labels pid
- * and tid (plus comm), so `-tagfocus=tid=N` isolates a thread. A stack whose
- * samples differ in their GIL and idle flags is split into one Sample per
- * combination, labelled gil=held and idle=yes where set (absent: not known
- * to hold the GIL, running), so `-tagfocus=gil=held` keeps the holders. The
- * default sample type is the count, so what `pprof -top` shows first is
- * exactly what the folded output counts.
+ * with values [samples/count, cpu|wall/nanoseconds] and labels pid and tid
+ * (numeric), comm, thread "NAME (TID)" and thread_name, so `-tagfocus=tid=N`
+ * isolates a thread. A stack whose samples differ in their GIL and idle
+ * flags is split into one Sample per combination, labelled gil=held and
+ * idle=yes where set (absent: not known to hold the GIL, running), so
+ * `-tagfocus=gil=held` keeps the holders. A weighted profile (--clock
+ * offcpu|wall) has the values [samples/count, cpu/nanoseconds,
+ * off-cpu/nanoseconds, wall/nanoseconds] (wall = the sum), the default being
+ * off-cpu or wall, and its off-CPU stacks carry off_cpu_reason (they are not
+ * split: their intervals weigh differently). Otherwise the default sample
+ * type is the count, so what `pprof -top` shows first is exactly what the
+ * folded output counts.
  *
  * Function.system_name is left empty: pprof runs its C++ demangler on it
  * and shows every name with '<' in it (`<module>`, `<lambda>`, `<listcomp>`)
  * as "[[python]]" when system_name equals the name.
  */
 #include "profile.h"
+#include "offcpu.h"
 #include "profile.pb-c.h"
 
 #include <errno.h>
@@ -38,8 +44,8 @@ typedef Perftools__Profiles__Mapping PMapping;
 /* Everything a Profile points to, freed in one place. */
 struct build {
 	PProfile prof;
-	PValueType vt[3]; /* samples/count, clock/ns, period type */
-	PValueType *vtp[2];
+	PValueType vt[5]; /* samples/count, clock|cpu/ns, period type, off-cpu/ns, wall/ns */
+	PValueType *vtp[4];
 	PMapping map;
 	PMapping *mapp;
 	char **strtab;
@@ -53,15 +59,19 @@ struct build {
 	PSample **samplep;
 	uint64_t *locids;
 	int64_t *values;
-	PLabel *labels;	 /* 3 per thread, then gil=held and idle=yes */
-	PLabel **labelp; /* LABELS_PER per (thread, flag combination) */
-	char **rooted;	 /* per function: source_root + file, or NULL */
+	PLabel *labels;		       /* LABELS_THREAD per thread, then gil=held and idle=yes */
+	PLabel **labelp;	       /* LABELS_PER per Sample */
+	PLabel rlabels[OFFCPU__COUNT]; /* off_cpu_reason=NAME */
+	char **tnames;		       /* "NAME (TID)" per thread */
+	char **rooted;		       /* per function: source_root + file, or NULL */
 };
 
-/* Each (thread, gil, idle) combination has its own label list: pid, tid,
- * comm, then gil and idle where set. */
-#define COMBOS	   4 /* bit 0: gil held, bit 1: idle */
-#define LABELS_PER 5
+/* Labels of a thread: pid, tid, comm, thread, thread_name. A Sample's list:
+ * those (comm and thread_name where known), then gil, idle or the off-CPU
+ * reason where set. */
+#define COMBOS	      4 /* bit 0: gil held, bit 1: idle */
+#define LABELS_THREAD 5
+#define LABELS_PER    (LABELS_THREAD + 2)
 
 static void build_free(struct build *b)
 {
@@ -78,6 +88,9 @@ static void build_free(struct build *b)
 	free(b->values);
 	free(b->labels);
 	free(b->labelp);
+	for (uint32_t i = 0; b->tnames && b->tnames[i] != (char *)-1; i++)
+		free(b->tnames[i]);
+	free(b->tnames);
 	for (uint32_t i = 0; b->rooted && b->rooted[i] != (char *)-1; i++)
 		free(b->rooted[i]);
 	free(b->rooted);
@@ -126,14 +139,26 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		S_HELD,
 		S_IDLE,
 		S_YES,
-		S__N
+		S_CPU,
+		S_OFFCPU,
+		S_WALL,
+		S_THREAD,
+		S_THREAD_NAME,
+		S_REASON,
+		S_REASONS, /* OFFCPU__COUNT names from here */
+		S__N = S_REASONS + OFFCPU__COUNT,
 	};
-	const char *extra[S__N] = {"samples", "count",	  p->clock, "nanoseconds", "pid",  "tid",
-				   "comm",    "[python]", "gil",    "held",	   "idle", "yes"};
+	const char *extra[S_REASONS] = {
+	    "samples", "count",	   p->clock, "nanoseconds", "pid",	   "tid",
+	    "comm",    "[python]", "gil",    "held",	    "idle",	   "yes",
+	    "cpu",     "off-cpu",  "wall",   "thread",	    "thread_name", "off_cpu_reason"};
+	uint32_t nvals = p->weighted ? 4 : 2;
 	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
 	uint64_t nlocids = 0, at = 0, nsamples = 0, nrooted = 0;
-	uint32_t lgil = 3 * p->nthreads, lidle = lgil + 1;
-	size_t nstr = p->nstrs + S__N + p->nthreads + p->nfuncs, len;
+	uint32_t lgil = LABELS_THREAD * p->nthreads, lidle = lgil + 1;
+	/* Strings: the profile's, ours, then per thread its comm, its "NAME
+	 * (TID)" and its name, then the rooted file names. */
+	size_t tstr = p->nstrs + S__N, nstr = tstr + 3 * (size_t)p->nthreads + p->nfuncs, len;
 	const char *root = o->source_root && *o->source_root && strcmp(o->source_root, "/")
 			       ? o->source_root
 			       : NULL;
@@ -157,15 +182,18 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.samples = calloc(nsamples + 1, sizeof(*b.samples));
 	b.samplep = calloc(nsamples + 1, sizeof(*b.samplep));
 	b.locids = calloc(nlocids + 1, sizeof(*b.locids));
-	b.values = calloc(2 * nsamples + 1, sizeof(*b.values));
-	b.labels = calloc(3 * (size_t)p->nthreads + 2, sizeof(*b.labels));
-	b.labelp = calloc((size_t)COMBOS * LABELS_PER * p->nthreads + 1, sizeof(*b.labelp));
+	b.values = calloc(nvals * nsamples + 1, sizeof(*b.values));
+	b.labels = calloc(LABELS_THREAD * (size_t)p->nthreads + 2, sizeof(*b.labels));
+	b.labelp = calloc(LABELS_PER * nsamples + 1, sizeof(*b.labelp));
+	b.tnames = calloc(p->nthreads + 1, sizeof(*b.tnames));
+	if (b.tnames)
+		b.tnames[p->nthreads] = (char *)-1; /* the end, for build_free */
 	b.rooted = calloc(p->nfuncs + 1, sizeof(*b.rooted));
 	if (b.rooted)
-		b.rooted[p->nfuncs] = (char *)-1; /* the end, for build_free */
+		b.rooted[p->nfuncs] = (char *)-1;
 	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
 	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp ||
-	    !b.rooted) {
+	    !b.tnames || !b.rooted) {
 		diag_errno(d, ENOMEM, "pprof output");
 		goto out;
 	}
@@ -174,7 +202,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	for (uint32_t i = 0; i < p->nstrs; i++)
 		b.strtab[i] = p->strs[i];
 	for (int i = 0; i < S__N; i++)
-		b.strtab[p->nstrs + i] = (char *)extra[i];
+		b.strtab[p->nstrs + i] =
+		    (char *)(i >= S_REASONS ? offcpu_reason_name(i - S_REASONS) : extra[i]);
 #define SID(x) ((int64_t)p->nstrs + (x))
 
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
@@ -197,8 +226,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 			}
 			/* "/" + "/x" is "//x", harmless; DIR/ + "/x" likewise. */
 			snprintf(b.rooted[i], n, "%s%s", root, file);
-			b.strtab[p->nstrs + S__N + p->nthreads + nrooted] = b.rooted[i];
-			fn->filename = (int64_t)(p->nstrs + S__N + p->nthreads + nrooted++);
+			b.strtab[tstr + 3 * p->nthreads + nrooted] = b.rooted[i];
+			fn->filename = (int64_t)(tstr + 3 * p->nthreads + nrooted++);
 		}
 		fn->start_line = p->funcs[i].firstlineno;
 		b.funcp[i] = fn;
@@ -229,47 +258,56 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.labels[lgil].str = SID(S_HELD);
 	b.labels[lidle].key = SID(S_IDLE);
 	b.labels[lidle].str = SID(S_YES);
-	/* Three labels per thread, shared by all its samples. */
+	for (int r = 0; r < OFFCPU__COUNT; r++) {
+		perftools__profiles__label__init(&b.rlabels[r]);
+		b.rlabels[r].key = SID(S_REASON);
+		b.rlabels[r].str = SID(S_REASONS + r);
+	}
+	/* LABELS_THREAD labels per thread, shared by all its samples. */
 	for (uint32_t t = 0; t < p->nthreads; t++) {
-		PLabel *l = &b.labels[3 * t];
+		PLabel *l = &b.labels[LABELS_THREAD * t];
 		const char *comm = profile_comm(p, p->threads[t].pid);
+		const char *tn = p->threads[t].name ? p->threads[t].name : "";
 
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < LABELS_THREAD; k++)
 			perftools__profiles__label__init(&l[k]);
-		for (int c = 0; c < COMBOS; c++) {
-			PLabel **lp = &b.labelp[((size_t)t * COMBOS + c) * LABELS_PER];
-			int n = 0;
-
-			lp[n++] = &l[0];
-			lp[n++] = &l[1];
-			if (comm && *comm)
-				lp[n++] = &l[2];
-			if (c & 1)
-				lp[n++] = &b.labels[lgil];
-			if (c & 2)
-				lp[n++] = &b.labels[lidle];
+		if (asprintf(&b.tnames[t], "%s (%u)", *tn ? tn : "?", p->threads[t].tid) < 0) {
+			b.tnames[t] = NULL;
+			diag_errno(d, ENOMEM, "pprof output");
+			goto out;
 		}
 		l[0].key = SID(S_PID);
 		l[0].num = p->threads[t].pid;
 		l[1].key = SID(S_TID);
 		l[1].num = p->threads[t].tid;
 		l[2].key = SID(S_COMM);
-		b.strtab[p->nstrs + S__N + t] = (char *)(comm ? comm : "");
-		l[2].str = SID(S__N + t);
+		b.strtab[tstr + t] = (char *)(comm ? comm : "");
+		l[2].str = (int64_t)(tstr + t);
+		l[3].key = SID(S_THREAD);
+		b.strtab[tstr + p->nthreads + t] = b.tnames[t];
+		l[3].str = (int64_t)(tstr + p->nthreads + t);
+		l[4].key = SID(S_THREAD_NAME);
+		b.strtab[tstr + 2 * p->nthreads + t] = (char *)tn;
+		l[4].str = (int64_t)(tstr + 2 * p->nthreads + t);
 	}
 	nsamples = 0;
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct prof_stack *st = &p->stacks[i];
-		int has_comm = *b.strtab[p->nstrs + S__N + st->thread] != 0;
+		const PLabel *tl = &b.labels[LABELS_THREAD * st->thread];
 		uint64_t *ids = &b.locids[at];
-		/* Samples per combination: neither, gil only, idle only, both. */
+		/* Samples per combination: neither, gil only, idle only, both. An
+		 * off-CPU stack is one Sample: its intervals weigh differently. */
+		int whole = p->weighted && st->offcpu_reason;
 		uint64_t both = st->ngilidle, n[COMBOS] = {st->count - st->ngil - st->nidle + both,
 							   st->ngil - both, st->nidle - both, both};
 
+		if (whole)
+			n[0] = st->count, n[1] = n[2] = n[3] = 0;
 		for (uint32_t j = 0; j < st->nframes; j++)
 			b.locids[at++] = profile_frame_key(p, st->frames[j], o->no_lines) + 1;
 		for (int c = 0; c < COMBOS; c++) {
 			PSample *s = &b.samples[nsamples];
+			int64_t ns;
 
 			/* The stack's own count (trace's counted-only hits have no
 			 * flags) must survive even when every split is empty. */
@@ -278,17 +316,37 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 			perftools__profiles__sample__init(s);
 			s->n_location_id = st->nframes;
 			s->location_id = ids;
-			s->n_value = 2;
-			s->value = &b.values[2 * nsamples];
+			s->n_value = nvals;
+			s->value = &b.values[nvals * nsamples];
+			/* On-CPU samples each weigh one period, weighted or not. */
+			ns = (int64_t)(whole ? st->weight_ns : n[c] * p->period_ns);
 			s->value[0] = (int64_t)n[c];
-			s->value[1] = (int64_t)(n[c] * p->period_ns);
-			s->n_label = (size_t)(2 + has_comm + (c & 1) + !!(c & 2));
-			s->label = &b.labelp[((size_t)st->thread * COMBOS + c) * LABELS_PER];
+			s->value[1] = ns;
+			if (p->weighted) { /* cpu, off-cpu, wall (= the sum) */
+				s->value[1] = st->offcpu_reason ? 0 : ns;
+				s->value[2] = st->offcpu_reason ? ns : 0;
+				s->value[3] = ns;
+			}
+			s->label = &b.labelp[LABELS_PER * nsamples];
+			s->n_label = 0;
+			s->label[s->n_label++] = (PLabel *)&tl[0];
+			s->label[s->n_label++] = (PLabel *)&tl[1];
+			if (*b.strtab[tl[2].str])
+				s->label[s->n_label++] = (PLabel *)&tl[2];
+			s->label[s->n_label++] = (PLabel *)&tl[3];
+			if (*b.strtab[tl[4].str])
+				s->label[s->n_label++] = (PLabel *)&tl[4];
+			if (c & 1)
+				s->label[s->n_label++] = &b.labels[lgil];
+			if (c & 2)
+				s->label[s->n_label++] = &b.labels[lidle];
+			if (whole && st->offcpu_reason < OFFCPU__COUNT)
+				s->label[s->n_label++] = &b.rlabels[st->offcpu_reason];
 			b.samplep[nsamples++] = s;
 		}
 	}
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 5; i++)
 		perftools__profiles__value_type__init(&b.vt[i]);
 	b.vt[0].type = SID(S_SAMPLES);
 	b.vt[0].unit = SID(S_COUNT);
@@ -296,6 +354,14 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.vt[1].unit = b.vt[2].unit = SID(S_NS);
 	b.vtp[0] = &b.vt[0];
 	b.vtp[1] = &b.vt[1];
+	if (p->weighted) { /* samples/count, cpu/ns, off-cpu/ns, wall/ns */
+		b.vt[1].type = SID(S_CPU);
+		b.vt[3].type = SID(S_OFFCPU);
+		b.vt[4].type = SID(S_WALL);
+		b.vt[3].unit = b.vt[4].unit = SID(S_NS);
+		b.vtp[2] = &b.vt[3];
+		b.vtp[3] = &b.vt[4];
+	}
 
 	/* One mapping that says every location is already symbolized; without
 	 * it pprof looks for a binary to symbolize against and complains. */
@@ -308,7 +374,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	perftools__profiles__profile__init(&b.prof);
 	b.prof.n_mapping = 1;
 	b.prof.mapping = &b.mapp;
-	b.prof.n_sample_type = 2;
+	b.prof.n_sample_type = nvals;
 	b.prof.sample_type = b.vtp;
 	b.prof.n_sample = nsamples;
 	b.prof.sample = b.samplep;
@@ -316,7 +382,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.prof.location = b.locp;
 	b.prof.n_function = p->nfuncs;
 	b.prof.function = b.funcp;
-	b.prof.n_string_table = p->nstrs + S__N + p->nthreads + nrooted;
+	b.prof.n_string_table = tstr + 3 * (size_t)p->nthreads + nrooted;
 	b.prof.string_table = b.strtab;
 	if (p->total) {
 		b.prof.time_nanos = (int64_t)p->first_ns + p->realtime_off;
@@ -325,6 +391,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.prof.period_type = &b.vt[2];
 	b.prof.period = (int64_t)p->period_ns;
 	b.prof.default_sample_type = SID(S_SAMPLES);
+	if (p->weighted) /* what the profile is about: the off-CPU or the wall time */
+		b.prof.default_sample_type = SID(strcmp(p->clock, "offcpu") ? S_WALL : S_OFFCPU);
 #undef SID
 
 	len = protobuf_c_message_get_packed_size(&b.prof.base);

@@ -75,11 +75,16 @@ static void put_thread(FILE *f, const struct profile *p, uint32_t ti, int no_lin
 	char name[256];
 	int first = 1;
 
-	snprintf(name, sizeof(name), "pid %u tid %u (%s)", t->pid, t->tid, comm ? comm : "?");
+	if (t->name && *t->name) /* the thread's own name first: what one looks for */
+		snprintf(name, sizeof(name), "%s: pid %u tid %u (%s)", t->name, t->pid, t->tid,
+			 comm ? comm : "?");
+	else
+		snprintf(name, sizeof(name), "pid %u tid %u (%s)", t->pid, t->tid,
+			 comm ? comm : "?");
 	fputs("{\"type\":\"sampled\",\"name\":", f);
 	put_str(f, name);
 	fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\n\"samples\":[",
-		(unsigned long long)(t->count * w));
+		(unsigned long long)(p->weighted ? t->weight_ns : t->count * w));
 	for (uint64_t i = 0; i < t->norder; i++) {
 		if (!first)
 			putc(',', f);
@@ -99,7 +104,8 @@ static void put_thread(FILE *f, const struct profile *p, uint32_t ti, int no_lin
 	fputs("],\n\"weights\":[", f);
 	first = 1;
 	for (uint64_t i = 0; i < t->norder; i++) {
-		fprintf(f, first ? "%llu" : ",%llu", (unsigned long long)w);
+		fprintf(f, first ? "%llu" : ",%llu",
+			(unsigned long long)(p->weighted ? t->order[i].weight_ns : w));
 		first = 0;
 	}
 	for (uint32_t s = 0; s < p->nstacks; s++) {
@@ -108,7 +114,8 @@ static void put_thread(FILE *f, const struct profile *p, uint32_t ti, int no_lin
 		if (st->thread != ti || st->count == st->nordered)
 			continue;
 		fprintf(f, first ? "%llu" : ",%llu",
-			(unsigned long long)((st->count - st->nordered) * w));
+			(unsigned long long)(p->weighted ? st->weight_ns - st->ordered_ns
+							 : (st->count - st->nordered) * w));
 		first = 0;
 	}
 	fputs("]}", f);
@@ -121,10 +128,16 @@ int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_
 	char name[128];
 
 	for (uint32_t i = 1; i < p->nthreads; i++)
-		if (p->threads[i].count > p->threads[busiest].count)
+		if (p->weighted ? p->threads[i].weight_ns > p->threads[busiest].weight_ns
+				: p->threads[i].count > p->threads[busiest].count)
 			busiest = i;
-	snprintf(name, sizeof(name), "bpfpy %s profile, %llu samples every %llu ns", p->clock,
-		 (unsigned long long)p->total, (unsigned long long)p->period_ns);
+	if (p->weighted)
+		snprintf(name, sizeof(name),
+			 "bpfpy %s profile, %llu samples and off-CPU intervals, weights in ns",
+			 p->clock, (unsigned long long)p->total);
+	else
+		snprintf(name, sizeof(name), "bpfpy %s profile, %llu samples every %llu ns",
+			 p->clock, (unsigned long long)p->total, (unsigned long long)p->period_ns);
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n", f);
 	put_frames(f, p, o->no_lines);
 	fputs("\"profiles\":[", f);

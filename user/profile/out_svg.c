@@ -234,10 +234,11 @@ static int draw_node(struct draw *dr, uint32_t id, uint64_t x, uint32_t depth)
 	fputs("<g class=\"f\"><title>", dr->f);
 	out_put_markup(dr->f, nd->label);
 	fprintf(dr->f,
-		"\n%llu samples, %.2f%%</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+		"\n%llu %s, %.2f%%</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
 		"height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%.0f\">",
-		(unsigned long long)nd->count, 100.0 * nd->count / dr->t->n[0].count, px, y, pw,
-		FRAME_H - 1, color, px + 3, y + FRAME_H - 4);
+		(unsigned long long)nd->count, dr->p->weighted ? "ns" : "samples",
+		100.0 * nd->count / dr->t->n[0].count, px, y, pw, FRAME_H - 1, color, px + 3,
+		y + FRAME_H - 4);
 	chars = (size_t)((pw - 6) / (FONT_SIZE * FONT_W));
 	if (chars >= utf8_len(nd->label)) {
 		out_put_markup(dr->f, nd->label);
@@ -357,8 +358,8 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
 				cur = tree_child(&t, cur, K_TID, th->tid);
 			if (cur == UINT32_MAX)
 				goto oom;
-			t.n[t.n[cur].parent].count += st->count;
-			t.n[cur].count += st->count;
+			t.n[t.n[cur].parent].count += profile_stack_value(p, st);
+			t.n[cur].count += profile_stack_value(p, st);
 			depth += 2;
 		}
 		for (uint32_t j = st->nframes; j-- > 0;) {
@@ -366,18 +367,23 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
 					 profile_frame_key(p, st->frames[j], o->no_lines));
 			if (cur == UINT32_MAX)
 				goto oom;
-			t.n[cur].count += st->count;
+			t.n[cur].count += profile_stack_value(p, st);
 		}
-		t.n[0].count += st->count;
+		t.n[0].count += profile_stack_value(p, st);
 		if (depth > maxdepth)
 			maxdepth = depth;
 	}
 
 	dr.height = TOP + BOTTOM + (maxdepth + 1) * FRAME_H;
 	dr.scale = t.n[0].count ? (double)(IMG_W - 2 * XPAD) / t.n[0].count : 0;
-	snprintf(sub, sizeof(sub), "%llu samples, %s clock, one every %.3f ms%s",
-		 (unsigned long long)t.n[0].count, p->clock, p->period_ns / 1e6,
-		 p->nempty ? " (plus failed walks, not drawn)" : "");
+	if (p->weighted) /* widths are nanoseconds, not samples */
+		snprintf(sub, sizeof(sub), "%.3f s, %s clock, %llu samples and intervals%s",
+			 t.n[0].count / 1e9, p->clock, (unsigned long long)p->total,
+			 p->nempty ? " (plus failed walks, not drawn)" : "");
+	else
+		snprintf(sub, sizeof(sub), "%llu samples, %s clock, one every %.3f ms%s",
+			 (unsigned long long)t.n[0].count, p->clock, p->period_ns / 1e6,
+			 p->nempty ? " (plus failed walks, not drawn)" : "");
 
 	fprintf(
 	    f,

@@ -314,7 +314,9 @@ struct profile *profile_new(uint64_t period_ns, const char *clock)
 	if (!p)
 		return NULL;
 	p->period_ns = period_ns;
-	strcpy(p->clock, clock && !strcmp(clock, "wall") ? "wall" : "cpu");
+	strcpy(p->clock, clock && !strcmp(clock, "wall")     ? "wall"
+			 : clock && !strcmp(clock, "offcpu") ? "offcpu"
+							     : "cpu");
 	p->max_ordered = PROFILE_MAX_ORDERED;
 	p->last_stack = UINT32_MAX;
 	/* Sample times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC; formats
@@ -338,12 +340,15 @@ void profile_set_max_ordered(struct profile *p, uint64_t n)
 
 /*
  * Count one sample of stack sid (already interned under the sample's
- * thread): totals, times, and its place in the thread's time order.
+ * thread): totals, times, and its place in the thread's time order. A
+ * weight of 0 is one period (an on-CPU sample); offcpu_reason 0 is on-CPU.
  */
-static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t sid)
+static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t sid,
+			 uint64_t weight_ns, uint32_t offcpu_reason)
 {
 	struct prof_stack *st = &p->stacks[sid];
 	struct prof_thread *t = &p->threads[st->thread];
+	uint64_t w = weight_ns ? weight_ns : p->period_ns;
 
 	p->last_stack = sid;
 	if (!st->count || s->ts_ns < st->first_ns)
@@ -351,6 +356,8 @@ static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t
 	if (s->ts_ns > st->last_ns)
 		st->last_ns = s->ts_ns;
 	st->count++;
+	st->weight_ns += w;
+	st->offcpu_reason = offcpu_reason;
 	st->nidle += !!(s->flags & SAMPLE_IDLE);
 	st->ngil += !!(s->flags & SAMPLE_GIL_HELD);
 	st->ngilidle +=
@@ -361,6 +368,8 @@ static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t
 	if (s->ts_ns > t->last_ns)
 		t->last_ns = s->ts_ns;
 	t->count++;
+	t->weight_ns += w;
+	p->total_ns += w;
 	if (!p->total || s->ts_ns < p->first_ns)
 		p->first_ns = s->ts_ns;
 	if (s->ts_ns > p->last_ns)
@@ -386,7 +395,9 @@ static void count_sample(struct profile *p, const struct sym_sample *s, uint32_t
 			o->stack = sid;
 			o->cpu = s->cpu;
 			o->flags = s->flags;
+			o->weight_ns = w;
 			st->nordered++;
+			st->ordered_ns += w;
 			p->nordered++;
 		}
 	}
@@ -421,6 +432,12 @@ static int oom(struct profile *p)
 
 int profile_add(struct profile *p, const struct sym_sample *s)
 {
+	return profile_add_weighted(p, s, 0, 0);
+}
+
+int profile_add_weighted(struct profile *p, const struct sym_sample *s, uint64_t weight_ns,
+			 uint32_t offcpu_reason)
+{
 	uint32_t stack_buf[64], *ids = stack_buf;
 	uint32_t n = s->nframes, sid = UINT32_MAX;
 
@@ -441,7 +458,7 @@ int profile_add(struct profile *p, const struct sym_sample *s)
 	sid = stack_of(p, s, ids, n);
 	if (sid != UINT32_MAX) {
 		p->ntruncated += !!(s->flags & SAMPLE_TRUNCATED);
-		count_sample(p, s, sid);
+		count_sample(p, s, sid, weight_ns, offcpu_reason);
 	}
 out:
 	if (ids != stack_buf)
@@ -715,7 +732,7 @@ int profile_add_raw(struct profile *p, uint64_t epoch, const struct sample_hdr *
 	if (ss->used) {
 		r->st.stack_hits++;
 		p->ntruncated += trunc;
-		count_sample(p, &s, ss->sid);
+		count_sample(p, &s, ss->sid, 0, 0);
 		return 0;
 	}
 	r->st.stack_misses++;
@@ -777,7 +794,7 @@ int profile_add_raw(struct profile *p, uint64_t epoch, const struct sample_hdr *
 	if (sid == UINT32_MAX)
 		return oom(p);
 	p->ntruncated += trunc;
-	count_sample(p, &s, sid);
+	count_sample(p, &s, sid, 0, 0);
 	/* A stack with a frame of unknown fingerprint (0: none come from the
 	 * kernel, which never sends it) is counted but not memoized. */
 	if (nomemo)
@@ -810,8 +827,11 @@ void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n)
 	if (stack >= p->nstacks)
 		return;
 	p->stacks[stack].count += n;
+	p->stacks[stack].weight_ns += n * p->period_ns;
 	p->threads[p->stacks[stack].thread].count += n;
+	p->threads[p->stacks[stack].thread].weight_ns += n * p->period_ns;
 	p->total += n;
+	p->total_ns += n * p->period_ns;
 }
 
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
@@ -837,6 +857,50 @@ int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
 	return 0;
 }
 
+void profile_set_weighted(struct profile *p, int on)
+{
+	p->weighted = on;
+}
+
+uint64_t profile_stack_value(const struct profile *p, const struct prof_stack *st)
+{
+	return p->weighted ? st->weight_ns : st->count;
+}
+
+static struct prof_thread *find_thread(const struct profile *p, uint32_t pid, uint32_t tid)
+{
+	struct thread_key k = {pid, tid};
+	struct prof_slot *slot;
+
+	if (!p->ithread.cap)
+		return NULL;
+	slot = ix_find(p, (struct prof_index *)&p->ithread, (uint32_t)fnv(FNV_INIT, &k, sizeof(k)),
+		       thread_eq, &k);
+	return slot->id1 ? &p->threads[slot->id1 - 1] : NULL;
+}
+
+int profile_set_thread_name(struct profile *p, uint32_t pid, uint32_t tid, const char *name)
+{
+	struct prof_thread *t = find_thread(p, pid, tid);
+	char *copy;
+
+	if (!t || !name)
+		return -1;
+	copy = utf8_dup(name);
+	if (!copy)
+		return -1;
+	free(t->name);
+	t->name = copy;
+	return 0;
+}
+
+const char *profile_thread_name(const struct profile *p, uint32_t pid, uint32_t tid)
+{
+	const struct prof_thread *t = find_thread(p, pid, tid);
+
+	return t ? t->name : NULL;
+}
+
 const char *profile_comm(const struct profile *p, uint32_t pid)
 {
 	for (uint32_t i = 0; i < p->ncomms; i++)
@@ -853,8 +917,10 @@ void profile_free(struct profile *p)
 		free(p->strs[i]);
 	for (uint32_t i = 0; i < p->nstacks; i++)
 		free(p->stacks[i].frames);
-	for (uint32_t i = 0; i < p->nthreads; i++)
+	for (uint32_t i = 0; i < p->nthreads; i++) {
 		free(p->threads[i].order);
+		free(p->threads[i].name);
+	}
 	for (uint32_t i = 0; i < p->ncomms; i++)
 		free(p->comms[i].name);
 	free(p->strs);

@@ -62,8 +62,11 @@ struct prof_stack {
 	uint64_t count;
 	uint64_t nidle, ngil; /* samples with SAMPLE_IDLE, SAMPLE_GIL_HELD */
 	uint64_t first_ns, last_ns;
-	uint64_t nordered; /* of count, how many sit in the thread's order */
-	uint64_t ngilidle; /* of count, with both SAMPLE_GIL_HELD and SAMPLE_IDLE */
+	uint64_t nordered;	/* of count, how many sit in the thread's order */
+	uint64_t weight_ns;	/* weighted profiles: sum of the samples' weights */
+	uint64_t ordered_ns;	/* of weight_ns, how much sits in the thread's order */
+	uint32_t offcpu_reason; /* enum offcpu_reason of its samples; 0: on-CPU */
+	uint64_t ngilidle;	/* of count, with both SAMPLE_GIL_HELD and SAMPLE_IDLE */
 };
 
 /* A sample kept in time order: enough to replay it (raw) or draw it in
@@ -71,6 +74,7 @@ struct prof_stack {
 struct prof_ord {
 	uint64_t ts_ns;
 	uint32_t stack, cpu, flags;
+	uint64_t weight_ns; /* weighted profiles: the sample's weight */
 };
 
 struct prof_thread {
@@ -79,6 +83,8 @@ struct prof_thread {
 	uint64_t first_ns, last_ns;
 	struct prof_ord *order; /* arrival order; at most max_ordered overall */
 	uint64_t norder, order_cap;
+	uint64_t weight_ns; /* weighted profiles: sum of its samples' weights */
+	char *name;	    /* OS thread name (comm), NULL if unknown */
 };
 
 struct prof_comm {
@@ -119,8 +125,12 @@ struct profile {
 	uint64_t ntruncated; /* samples with SAMPLE_TRUNCATED */
 	uint64_t first_ns, last_ns;
 	uint64_t max_ordered, nordered;
-	uint32_t last_stack;  /* the stack of the last profile_add() with frames */
-	int oom;	      /* an allocation failed: the profile is incomplete */
+	uint32_t last_stack; /* the stack of the last profile_add() with frames */
+	int oom;	     /* an allocation failed: the profile is incomplete */
+	/* Weighted (record --clock offcpu|wall): every sample has a weight in
+	 * nanoseconds, and the writers write those instead of counts. */
+	int weighted;
+	uint64_t total_ns;
 	struct prof_raw *raw; /* profile_add_raw()'s memo of raw records, see profile.c */
 };
 
@@ -134,7 +144,8 @@ struct profile_out_opts {
 	const char *source_root;
 };
 
-/* clock: "cpu" or "wall" (anything else is taken as "cpu"). NULL on ENOMEM. */
+/* clock: "cpu", "wall" or "offcpu" (anything else is taken as "cpu"). NULL
+ * on ENOMEM. */
 struct profile *profile_new(uint64_t period_ns, const char *clock);
 /* Bound the samples kept in time order (default PROFILE_MAX_ORDERED); later
  * samples are only aggregated. */
@@ -142,6 +153,11 @@ void profile_set_max_ordered(struct profile *p, uint64_t n);
 /* 0, or -1 with errno = ENOMEM. A sample without frames is only counted
  * (p->nempty): no format can draw an empty stack honestly. */
 int profile_add(struct profile *p, const struct sym_sample *s);
+/* The same for a weighted profile (profile_set_weighted): the sample weighs
+ * weight_ns (0: one period_ns of the clock, an on-CPU sample), and an
+ * off-CPU interval has its reason (enum offcpu_reason, 0 for on-CPU). */
+int profile_add_weighted(struct profile *p, const struct sym_sample *s, uint64_t weight_ns,
+			 uint32_t offcpu_reason);
 /* Weigh a stack seen before (an id from last_stack) n more samples, with
  * no time of their own: for hits counted where no stack was read (trace's
  * counted-only hits). Ignored for an unknown id. */
@@ -183,6 +199,17 @@ struct profile_raw_stats {
 };
 void profile_raw_stats(const struct profile *p, struct profile_raw_stats *out);
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name);
+/* Samples weigh their weight_ns (see sym_sample), and outputs write
+ * nanoseconds rather than counts. Call before the first profile_add(). */
+void profile_set_weighted(struct profile *p, int on);
+/* The weight of a stack or a thread, in the unit its writers use: its
+ * nanoseconds when weighted, else its count of samples. */
+uint64_t profile_stack_value(const struct profile *p, const struct prof_stack *st);
+/* Name thread (pid, tid), as first seen in a sample or later: 0, or -1 on
+ * ENOMEM or an unknown thread. The name is made valid UTF-8. */
+int profile_set_thread_name(struct profile *p, uint32_t pid, uint32_t tid, const char *name);
+/* The OS name of a thread of the profile, or NULL. */
+const char *profile_thread_name(const struct profile *p, uint32_t pid, uint32_t tid);
 /* The comm of pid, or NULL. */
 const char *profile_comm(const struct profile *p, uint32_t pid);
 void profile_free(struct profile *p);

@@ -316,6 +316,28 @@ int py_gil_addrs(const struct py_extra *x, uint64_t runtime_addr, uint64_t gil_s
 }
 
 /*
+ * struct _gil_runtime_state, the same in 3.8 to 3.15 (Python/condvar.h,
+ * Include/internal/pycore_gil.h; FORCE_SWITCHING is always defined):
+ * unsigned long interval; PyThreadState *last_holder; int locked; unsigned
+ * long switch_number; then cond, mutex, switch_cond, switch_mutex, glibc's
+ * pthread_cond_t (48 bytes) and pthread_mutex_t (40) on x86_64. take_gil()
+ * sleeps on cond or mutex, drop_gil() on switch_cond: a futex word
+ * anywhere in the struct is a GIL wait. last_holder is its second word.
+ */
+#define GIL_STATE_HOLDER_OFF 8
+#define GIL_STATE_SIZE	     (32 + 2 * (48 + 40))
+
+int py_gil_wait_range(uint64_t holder_addr, uint64_t *lo, uint64_t *hi)
+{
+	*lo = *hi = 0;
+	if (holder_addr < GIL_STATE_HOLDER_OFF)
+		return -1;
+	*lo = holder_addr - GIL_STATE_HOLDER_OFF;
+	*hi = *lo + GIL_STATE_SIZE;
+	return 0;
+}
+
+/*
  * _Py_DebugOffsets, 3.13+. The struct is a cookie, version, free_threaded
  * and then groups of u64, one group per CPython struct, most starting with
  * that struct's size. Each known minor's field order is written out below as

@@ -208,6 +208,14 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 int py_gil_addrs(const struct py_extra *x, uint64_t runtime_addr, uint64_t gil_state,
 		 uint64_t *locked_addr, uint64_t *holder_addr);
 
+/*
+ * The bytes of the GIL's state a thread sleeps on while it waits for the
+ * GIL (its mutex, its condition variables), from the holder address
+ * py_gil_addrs() gave: [*lo, *hi), for proc_config.gil_wait_lo/hi. 0, or
+ * -1 with both 0 when holder_addr is 0.
+ */
+int py_gil_wait_range(uint64_t holder_addr, uint64_t *lo, uint64_t *hi);
+
 /* "3.12.1", "3.13.0rc2", "3.14.0a1" into buf; returns buf. */
 const char *py_version_str(uint32_t hex, char *buf, size_t len);
 

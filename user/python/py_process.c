@@ -43,6 +43,9 @@ static void find_gil(struct py_process *p)
 	py_gil_addrs(&p->extra, p->bin.runtime_addr, gil_state, &locked, &holder);
 	p->cfg.gil_locked_addr = locked;
 	p->cfg.gil_holder_addr = holder;
+	py_gil_wait_range(holder, &locked, &holder);
+	p->cfg.gil_wait_lo = locked;
+	p->cfg.gil_wait_hi = holder;
 }
 
 int py_process_execd(const struct py_process *p, struct diag *d)

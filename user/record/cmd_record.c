@@ -27,6 +27,8 @@
 #include "launch.h"
 #include "stack_reader.h"
 #include "text_escape.h"
+#include "offcpu.h"
+#include "proc.h"
 
 #define MAX_PIDS 256
 /* -o may be given this many times: one recording, written in each format. */
@@ -43,6 +45,12 @@ struct record_opts {
 	int poisson;
 	unsigned poisson_factor;
 	int wall, idle;
+	/* --clock offcpu (1) or wall (2): off-CPU intervals, user/record/offcpu.h;
+	 * wall is then the cpu clock plus them, and the task iterator of old is
+	 * --clock snapshot (o->wall), which --clock wall --idle still means. */
+	int offcpu;
+	int gil;			  /* --gil: GIL holders and GIL waits only */
+	double min_block_us;		  /* --min-block-us */
 	double duration;		  /* 0: until Ctrl-C */
 	const char *outputs[MAX_OUTPUTS]; /* -o, repeatable */
 	int noutputs;
@@ -60,10 +68,27 @@ static const char doc[] =
     "profile.\v"
     "CLOCKS. --clock cpu (default): a BPF perf_event program on the software cpu-clock of "
     "every online CPU (exact period mode) walks the interrupted thread's frames while it is "
-    "not running; a thread is sampled RATE times per second of CPU it uses. --clock wall: "
-    "every thread of the targets, running or not, is snapshotted RATE times per second by a "
-    "sleepable BPF task iterator; threads not running are flagged idle and dropped unless "
-    "--idle.\n"
+    "not running; a thread is sampled RATE times per second of CPU it uses. --clock offcpu: "
+    "a sched_switch program reads a target thread's stack as it leaves the CPU and writes it "
+    "when the thread is back, weighted by the exact nanoseconds it was away, under a leaf "
+    "frame giving the reason: [off-cpu: gil] (futex on the GIL), [off-cpu: lock] (other "
+    "futex), [off-cpu: io] (read, write, recv, send, poll, epoll, select on fds, ...), "
+    "[off-cpu: sleep] (nanosleep, clock_nanosleep, select/poll on no fds), [off-cpu: page "
+    "fault], [off-cpu: preempted] (runnable, waiting for a CPU), [off-cpu: other]. "
+    "--min-block-us drops shorter blocks in the kernel. --clock wall: the cpu clock's samples "
+    "(each weighing 1/RATE s) plus the off-CPU intervals, so that a thread's total is its "
+    "elapsed time. With offcpu and wall every output counts nanoseconds: collapsed counts "
+    "are ns, pprof has sample types cpu, off-cpu and wall (nanoseconds), speedscope weights "
+    "are ns; raw keeps one line per sample or interval, without its weight. --clock "
+    "snapshot: every thread of the targets, running or not, is snapshotted RATE times per "
+    "second by a sleepable BPF task iterator; threads not running are flagged idle and "
+    "dropped unless --idle (--clock wall --idle is the same, as before).\n"
+    "GIL. --gil keeps only the on-CPU samples of threads holding the GIL and, with offcpu "
+    "or wall, the [off-cpu: gil] intervals; refused (exit 2) for a target whose version "
+    "does not expose the holder.\n"
+    "THREADS. --threads keeps threads apart; each thread is named by its OS name (comm, "
+    "which Python 3.14+ sets from threading names): collapsed prefix pid:N;tid:N (NAME), "
+    "pprof labels thread and thread_name, speedscope profile names.\n"
     "POISSON. --poisson on the cpu clock runs the clock at K x RATE (K = --poisson-factor, "
     "default 8) and keeps each tick with probability 1/K in the kernel: gaps between kept "
     "ticks are geometric on the base period 1/(K x RATE), mean 1/RATE, coefficient of "
@@ -87,7 +112,13 @@ static const char doc[] =
     "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
-    "kernel named on first sight (so that code freed before we read it keeps its name).\n"
+    "kernel named on first sight (so that code freed before we read it keeps its name). "
+    "With --clock offcpu or wall two more lines: 'off-CPU: N context switches seen' (every "
+    "switch of the host runs the program), 'N by targets' (their switch-outs), 'N stacks "
+    "kept', 'N intervals emitted', 'N under --min-block-us dropped', 'N lost' (ring buffer "
+    "full), 'N without storage' (no task storage could be made), 'in-kernel X us per target "
+    "switch-out' (walk and store); and 'off-CPU time kept:' the seconds by reason. With "
+    "--gil: how many samples of threads not holding the GIL were dropped.\n"
     "LAUNCH. bpfpy record [OPTIONS] -- CMD ARGS... runs CMD (no shell, argv as given, "
     "bpfpy's own user: root under sudo) in a process group of its own that gets the "
     "terminal, and samples it from its first instruction of Python, through its execs "
@@ -101,6 +132,8 @@ static const char doc[] =
     "  sudo bpfpy record -p 1234,5678 -F 10khz --poisson -o out.pb.gz\n"
     "  sudo bpfpy record -a -d 30 --threads -o host.folded\n"
     "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n"
+    "  sudo bpfpy record -p 1234 --clock offcpu --min-block-us 100 -d 10 -o off.folded\n"
+    "  sudo bpfpy record -p 1234 --clock wall --gil --threads -o wall.pb.gz\n"
     "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n\n" EXIT_CODES_DOC;
 
 enum {
@@ -115,6 +148,8 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_RINGBUF,
 	OPT_SOURCE_ROOT,
+	OPT_GIL,
+	OPT_MIN_BLOCK,
 };
 
 static const struct argp_option options[] = {
@@ -124,8 +159,14 @@ static const struct argp_option options[] = {
     {"rate", 'F', "RATE", 0, "Samples per second: 997, 10k, 10khz (default 1khz)", 0},
     {"poisson", OPT_POISSON, NULL, 0, "Random (Poisson) sampling times, see below", 0},
     {"poisson-factor", OPT_POISSON_FACTOR, "K", 0, "Base clock factor for --poisson (2..64)", 0},
-    {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
-    {"idle", OPT_IDLE, NULL, 0, "Wall clock: keep samples of threads not running", 0},
+    {"clock", OPT_CLOCK, "CLOCK", 0,
+     "cpu (default): on-CPU samples; offcpu: blocked time by reason; wall: both, in ns; "
+     "snapshot: all threads by a task iterator",
+     0},
+    {"idle", OPT_IDLE, NULL, 0, "Snapshot clock: keep samples of threads not running", 0},
+    {"gil", OPT_GIL, NULL, 0, "Only samples of GIL holders (and [off-cpu: gil] intervals)", 0},
+    {"min-block-us", OPT_MIN_BLOCK, "US", 0,
+     "offcpu/wall: drop blocks shorter than this, in the kernel (default 0)", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at Ctrl-C)", 0},
     {"output", 'o', "FILE", 0,
      "Write the profile here (default: collapsed on stdout); repeatable, each in the format "
@@ -174,11 +215,29 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->poisson_factor = (unsigned)cli_long(state, arg, 2, 64, "--poisson-factor");
 		break;
 	case OPT_CLOCK:
+		o->wall = o->offcpu = 0;
 		if (!strcmp(arg, "wall"))
+			o->offcpu = 2; /* or the snapshot clock, with --idle: see ARGP_KEY_END */
+		else if (!strcmp(arg, "offcpu"))
+			o->offcpu = 1;
+		else if (!strcmp(arg, "snapshot"))
 			o->wall = 1;
 		else if (strcmp(arg, "cpu"))
-			argp_error(state, "--clock must be cpu or wall");
+			argp_error(state, "--clock must be cpu, offcpu, wall or snapshot");
 		break;
+	case OPT_GIL:
+		o->gil = 1;
+		break;
+	case OPT_MIN_BLOCK: {
+		char *end;
+
+		errno = 0;
+		o->min_block_us = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->min_block_us >= 0) ||
+		    o->min_block_us > 3600e6)
+			argp_error(state, "invalid --min-block-us '%s' (0 to 3600000000)", arg);
+		break;
+	}
 	case OPT_IDLE:
 		o->idle = 1;
 		break;
@@ -230,8 +289,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give -p PID or -a, or -- CMD ARGS...");
 		if (o->cmd && (o->npids || o->all))
 			argp_error(state, "-- CMD launches its own target: no -p or -a with it");
+		if (o->idle && o->offcpu == 2) { /* --clock wall --idle: the snapshot clock */
+			o->offcpu = 0;
+			o->wall = 1;
+		}
 		if (o->idle && !o->wall)
 			argp_error(state, "--idle goes with --clock wall");
+		if (o->min_block_us > 0 && !o->offcpu)
+			argp_error(state, "--min-block-us goes with --clock offcpu or wall");
+		if (o->gil && o->wall)
+			argp_error(state, "--gil goes with --clock cpu, offcpu or wall");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -248,6 +315,8 @@ struct rec_ctx {
 	struct rec_target *last; /* target of the previous record */
 	struct launch *launch;	 /* record -- CMD, or NULL */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
+	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
+	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
 };
 
@@ -263,6 +332,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
+	/* An off-CPU interval's reason is its leaf frame, ahead of the stack. */
+	uint32_t leaf = h->offcpu_reason ? 1 : 0;
 	int unnamed = 0;
 
 	if (!t) { /* gone, or taken before an exec */
@@ -280,10 +351,28 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		t->idle++;
 		return 0;
 	}
-	/* Stacks seen before are counted from their raw records; only new
-	 * frames are named (profile_add_raw). */
-	unnamed = profile_add_raw(c->prof, t->since_ns, h, frames, code_cache_sym, t->cache);
-	code_cache_end_sample(t->cache);
+	if (c->o->gil &&
+	    (h->offcpu_reason ? h->offcpu_reason != OFFCPU_GIL : !(h->flags & SAMPLE_GIL_HELD))) {
+		c->dropped_gil++;
+		return 0;
+	}
+	if (leaf) {
+		/* An off-CPU interval (one per context switch at most) takes the
+		 * plain path: its reason is a leaf frame ahead of the stack. */
+		c->frames[0] = (struct sym_frame){offcpu_reason_frame(h->offcpu_reason), "", 0, 0};
+		for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
+			if (code_cache_symbolize(t->cache, &frames[i], &c->frames[leaf + i]) !=
+			    CODE_OK)
+				unnamed = 1;
+		if (unnamed)
+			code_cache_end_sample(t->cache);
+	} else {
+		/* Stacks seen before are counted from their raw records; only
+		 * new frames are named (profile_add_raw). */
+		unnamed =
+		    profile_add_raw(c->prof, t->since_ns, h, frames, code_cache_sym, t->cache);
+		code_cache_end_sample(t->cache);
+	}
 	if (unnamed == 1) {
 		/* A frame we cannot name (its code was freed before we, or the
 		 * kernel, read it) makes no stack: an error of the sample. */
@@ -292,13 +381,29 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->err_by_cause[WALK_ERR_UNNAMED]++;
 		return 0;
 	}
-	s.nframes = h->nframes;
+	s.nframes = h->nframes + (h->nframes ? leaf : 0);
 	t->samples++;
 	c->samples++;
-	if (c->raw.f && !h->nframes)
+	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
+		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
+	if (leaf) {
+		if (c->raw.f)
+			raw_write_sample(c->raw.f, &s);
+		if (profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason))
+			unnamed = -1;
+		code_cache_end_sample(t->cache);
+	} else if (c->raw.f && !h->nframes) {
 		raw_write_sample(c->raw.f, &s);
-	else if (c->raw.f && !unnamed)
+	} else if (c->raw.f && !unnamed) {
 		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
+	}
+	if (!unnamed && s.nframes && !profile_thread_name(c->prof, h->pid, h->tid)) {
+		char name[64];
+
+		/* First sight of this thread: its OS name while it lives. */
+		proc_thread_comm((pid_t)h->pid, (pid_t)h->tid, name, sizeof(name));
+		profile_set_thread_name(c->prof, h->pid, h->tid, name);
+	}
 	return 0;
 }
 
@@ -385,7 +490,11 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (bpf_sampler_counters(s, cnt))
 		memset(cnt, 0, sizeof(cnt));
 	fprintf(stderr, "bpfpy record: %.2f s, clock %s, asked %.0f Hz%s\n", elapsed,
-		o->wall ? "wall" : "cpu", o->rate_hz,
+		o->wall		 ? "snapshot"
+		: o->offcpu == 1 ? "offcpu"
+		: o->offcpu == 2 ? "wall (cpu + offcpu)"
+				 : "cpu",
+		o->rate_hz,
 		o->poisson ? (o->wall ? " (Poisson, exponential gaps)"
 				      : " (Poisson: geometric gaps on a faster clock)")
 			   : "");
@@ -400,6 +509,29 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		if (cnt[CNT_ERR_BASE + e])
 			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
 				(unsigned long long)cnt[CNT_ERR_BASE + e]);
+	if (o->offcpu) {
+		uint64_t oc[OFFC__COUNT];
+		struct offcpu *off = bpf_sampler_offcpu(s);
+
+		if (!off || offcpu_counters(off, oc))
+			memset(oc, 0, sizeof(oc));
+		fprintf(stderr,
+			"  off-CPU: %llu context switches seen, %llu by targets, %llu stacks kept, "
+			"%llu intervals emitted, %llu under --min-block-us dropped, %llu lost, "
+			"%llu without storage; in-kernel %.2f us per target switch-out\n",
+			(unsigned long long)oc[OFFC_SWITCHES], (unsigned long long)oc[OFFC_OUT],
+			(unsigned long long)oc[OFFC_STORED], (unsigned long long)oc[OFFC_EMITTED],
+			(unsigned long long)oc[OFFC_SHORT], (unsigned long long)oc[OFFC_LOST],
+			(unsigned long long)oc[OFFC_NO_SLOT],
+			oc[OFFC_OUT] ? oc[OFFC_OUT_COST_NS] / 1e3 / oc[OFFC_OUT] : 0.0);
+		fprintf(stderr, "  off-CPU time kept:");
+		for (int r = 1; r < OFFCPU__COUNT; r++)
+			fprintf(stderr, " %s %.3f s%s", offcpu_reason_name(r),
+				c->offcpu_ns[r] / 1e9, r + 1 < OFFCPU__COUNT ? "," : "\n");
+	}
+	if (o->gil && c->dropped_gil)
+		fprintf(stderr, "  --gil: %llu samples of threads not holding the GIL dropped\n",
+			(unsigned long long)c->dropped_gil);
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
@@ -587,8 +719,10 @@ int cmd_record(int argc, char **argv)
 	ts.all = o.all;
 	ts.children = o.children;
 	ts.verbose = o.verbose;
-	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
-	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.wall ? "wall" : "cpu");
+	c.frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.frames)); /* + an off-CPU reason */
+	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.offcpu == 1	       ? "offcpu"
+							  : o.wall || o.offcpu ? "wall"
+									       : "cpu");
 	if (!c.frames || !c.prof) {
 		diag_errno(&d, ENOMEM, "record");
 		ret = diag_report(&d);
@@ -605,6 +739,8 @@ int cmd_record(int argc, char **argv)
 		if (!ordered)
 			profile_set_max_ordered(c.prof, 0);
 	}
+	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
+	profile_set_weighted(c.prof, o.offcpu != 0);
 	{
 		struct bpf_sampler_opts so = {
 		    .rate_hz = o.rate_hz,
@@ -614,6 +750,8 @@ int cmd_record(int argc, char **argv)
 		    .verbose = o.verbose,
 		    .wall = o.wall,
 		    .targets_grow = o.all || o.children || o.cmd,
+		    .offcpu = o.offcpu,
+		    .min_block_ns = (uint64_t)(o.min_block_us * 1000),
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -649,6 +787,18 @@ int cmd_record(int argc, char **argv)
 			launch_ready(&ts, l.pid);
 	}
 	targets_scan(&ts);
+	for (int i = 0; o.gil && i < ts.n; i++) {
+		const struct rec_target *t = ts.t[i];
+
+		if (t->proc && !t->proc->cfg.gil_holder_addr) {
+			fprintf(stderr,
+				"bpfpy record: pid %d (CPython %s): --gil: this version does not "
+				"expose which thread holds the GIL\n",
+				t->pid, t->version);
+			ret = EXIT_USAGE;
+			goto out;
+		}
+	}
 	if (bpf_sampler_start(s, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -664,6 +814,15 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
 	po.source_root = o.source_root ? o.source_root : common_root(&ts);
+	/* Threads rename themselves (Python 3.14+ from threading, after the
+	 * thread started): the name they have at the end, if they live. */
+	for (uint32_t i = 0; i < c.prof->nthreads; i++) {
+		const struct prof_thread *th = &c.prof->threads[i];
+		char name[64];
+
+		if (!proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
+			profile_set_thread_name(c.prof, th->pid, th->tid, name);
+	}
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;

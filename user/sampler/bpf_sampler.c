@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_loader.h"
+#include "offcpu.h"
 #include "proc.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
@@ -44,6 +45,8 @@ struct bpf_sampler {
 	int wall;
 	int targets_grow;
 	int nprocs;
+	struct offcpu *off; /* --clock offcpu|wall */
+	int offcpu;
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -134,6 +137,12 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
 		s->skel->rodata->watch_new = !!o->targets_grow;
 		err = bpf_loader_load(s->skel->skeleton, "sampler", d);
+		if (!err && o->offcpu) {
+			struct offcpu_opts oo = {.min_block_ns = o->min_block_ns};
+
+			s->offcpu = o->offcpu;
+			err = offcpu_open(&s->off, s->skel->obj, &oo, d);
+		}
 	}
 	if (err) {
 		bpf_sampler_close(s);
@@ -215,6 +224,10 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 			return diag_errno(d, errno, "cannot attach the wall-clock task iterator");
 		return 0;
 	}
+	if (s->off && offcpu_start(s->off, d))
+		return -1;
+	if (s->offcpu == 1) /* --clock offcpu: no on-CPU clock */
+		return 0;
 	if (bpf_loader_attach_cpus(s->skel->progs.on_cpu_tick, &attr, s->cpus, s->ncpus, s->pfd,
 				   s->links, d) < 0)
 		return -1;
@@ -349,6 +362,7 @@ int bpf_sampler_ncpus(const struct bpf_sampler *s)
 
 void bpf_sampler_stop(struct bpf_sampler *s)
 {
+	offcpu_stop(s->off);
 	for (int i = 0; i < MAX_CPUS; i++) {
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
@@ -364,10 +378,16 @@ void bpf_sampler_close(struct bpf_sampler *s)
 		return;
 	bpf_sampler_stop(s);
 	ring_buffer__free(s->rb);
+	offcpu_close(s->off);
 	bpf_link__destroy(s->iter_link);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->fork_link);
 	sampler_bpf__destroy(s->skel);
 	wallclock_bpf__destroy(s->wskel);
 	free(s);
+}
+
+struct offcpu *bpf_sampler_offcpu(struct bpf_sampler *s)
+{
+	return s->off;
 }

@@ -24,6 +24,10 @@ struct bpf_sampler_opts {
 	 * --subprocesses): the wall-clock iterator must then visit every task,
 	 * not only those of the one process registered at start. */
 	int targets_grow;
+	/* Off-CPU time (user/record/offcpu.h): 1 for --clock offcpu (no
+	 * on-CPU clock), 2 for --clock wall (the cpu clock and off-CPU). */
+	int offcpu;
+	uint64_t min_block_ns; /* --min-block-us */
 };
 
 struct bpf_sampler;
@@ -71,5 +75,7 @@ uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s);
 double bpf_sampler_keep_prob(const struct bpf_sampler *s);
 int bpf_sampler_ncpus(const struct bpf_sampler *s);
 void bpf_sampler_close(struct bpf_sampler *s);
+/* The off-CPU program of a sampler opened with offcpu, or NULL. */
+struct offcpu *bpf_sampler_offcpu(struct bpf_sampler *s);
 
 #endif /* BPF_SAMPLER_H */

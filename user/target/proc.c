@@ -91,17 +91,34 @@ char proc_state(pid_t pid, pid_t tid)
 	return proc_stat_read(pid, tid, &st) ? 0 : st.state;
 }
 
-void proc_comm(pid_t pid, char *buf, size_t len)
+/* A comm file into buf without its newline: 0, or -1 with buf "?". */
+static int comm_read(const char *path, char *buf, size_t len)
 {
-	char path[64], tmp[64];
+	char tmp[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	if (read_small(path, tmp, sizeof(tmp)) < 0) {
 		snprintf(buf, len, "?");
-		return;
+		return -1;
 	}
 	tmp[strcspn(tmp, "\n")] = '\0';
 	snprintf(buf, len, "%s", tmp);
+	return 0;
+}
+
+void proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	comm_read(path, buf, len);
+}
+
+int proc_thread_comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	return comm_read(path, buf, len);
 }
 
 int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino)

@@ -38,6 +38,11 @@ char proc_state(pid_t pid, pid_t tid);
 
 /* /proc/PID/comm into buf without its newline ("?" if gone). */
 void proc_comm(pid_t pid, char *buf, size_t len);
+/* A thread's OS name, /proc/PID/task/TID/comm, into buf without its
+ * newline: 0, or -1 (buf "?") if the thread is gone. Raw bytes as the
+ * thread set them (prctl PR_SET_NAME, Python 3.14+ threading): escape them
+ * before printing. */
+int proc_thread_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 
 /* Identity (device, inode) of the file /proc/PID/exe names: it changes when
  * the process execs another program. 0, or -1 if the process is gone. */
