@@ -65,6 +65,31 @@ int elfsym_has_usdt(struct elfsym *e);
  * or it does not fit. */
 int elfsym_build_id(struct elfsym *e, char *hex, size_t len);
 
+/* Each defined function symbol (STT_FUNC, STT_GNU_IFUNC, nonzero value) of
+ * .symtab, then of .dynsym: fn(ctx, name, value, size, dynamic: 1 for
+ * .dynsym), names as the tables hold them (valid during the call only). A nonzero return from fn
+ * stops the walk and is returned; else 0, or -1 if neither table could be read (absent, or over
+ * ELF_MAX_SYMTAB / ELF_MAX_STRTAB). */
+typedef int (*elfsym_func_fn)(void *ctx, const char *name, uint64_t value, uint64_t size,
+			      int dynamic);
+int elfsym_each_func(struct elfsym *e, elfsym_func_fn fn, void *ctx);
+
+/* 1 if the file has a .symtab (is not stripped), else 0. */
+int elfsym_has_symtab(const struct elfsym *e);
+
+/* .gnu_debuglink: the separate debug file's name into name[len] (a plain
+ * file name: one holding '/' or a control byte is refused) and its CRC32.
+ * 0, or -1 if there is none or it is malformed. */
+int elfsym_debuglink(struct elfsym *e, char *name, size_t len, uint32_t *crc);
+
+/* The PT_LOAD segments (file offset, virtual address, bytes in the file,
+ * p_flags), at most max of them into v. Returns how many were stored. */
+struct elf_segment {
+	uint64_t offset, vaddr, filesz;
+	uint32_t flags;
+};
+int elfsym_segments(struct elfsym *e, struct elf_segment *v, int max);
+
 struct usdt_probe {
 	char provider[64];
 	char name[64];
