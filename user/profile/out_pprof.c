@@ -33,8 +33,8 @@ struct build {
 	PProfile prof;
 	PValueType vt[3]; /* samples/count, clock/ns, period type */
 	PValueType *vtp[2];
-	PMapping map;
-	PMapping *mapp;
+	PMapping *maps; /* [python], each native file, [kernel] */
+	PMapping **mapp;
 	char **strtab;
 	PFunction *funcs;
 	PFunction **funcp;
@@ -65,6 +65,8 @@ static void build_free(struct build *b)
 	free(b->values);
 	free(b->labels);
 	free(b->labelp);
+	free(b->maps);
+	free(b->mapp);
 }
 
 static int gzip_to(FILE *f, const uint8_t *data, size_t len)
@@ -94,12 +96,31 @@ static int gzip_to(FILE *f, const uint8_t *data, size_t len)
 	return 0;
 }
 
+/* A native or kernel Location: its file's Mapping, and an address in it
+ * (the function's, placed as files whose text has p_vaddr == p_offset are,
+ * which is every library a compiler toolchain links). */
+static void pprof_native_location(const struct profile *p, const struct prof_func *fn, PLocation *l,
+				  uint32_t nmaps)
+{
+	if (fn->kind == FRAME_KIND_KERNEL) {
+		l->mapping_id = nmaps;
+		l->address = fn->addr;
+	} else if (fn->kind == FRAME_KIND_NATIVE && fn->mapping) {
+		const struct prof_mapping *pm = &p->mappings[fn->mapping - 1];
+
+		l->mapping_id = fn->mapping + 1;
+		l->address = pm->start - pm->offset + fn->addr;
+	}
+}
+
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
 {
 	/* Strings of our own, after the profile's interned ones. */
-	enum { S_SAMPLES, S_COUNT, S_CLOCK, S_NS, S_PID, S_TID, S_COMM, S_MAP, S__N };
-	const char *extra[S__N] = {"samples", "count", p->clock, "nanoseconds",
-				   "pid",     "tid",   "comm",	 "[python]"};
+	enum { S_SAMPLES, S_COUNT, S_CLOCK, S_NS, S_PID, S_TID, S_COMM, S_MAP, S_KMAP, S__N };
+	const char *extra[S__N] = {"samples", "count", p->clock,   "nanoseconds",      "pid",
+				   "tid",     "comm",  "[python]", "[kernel.kallsyms]"};
+	/* Mapping ids: 1 [python], 2.. the native files, then [kernel]. */
+	uint32_t nmaps = 2 + p->nmappings;
 	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
 	uint64_t nlocids = 0, at = 0;
 	size_t nstr = p->nstrs + S__N + p->nthreads, len;
@@ -125,8 +146,11 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.values = calloc(2 * (size_t)p->nstacks + 1, sizeof(*b.values));
 	b.labels = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labels));
 	b.labelp = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labelp));
+	b.maps = calloc(nmaps, sizeof(*b.maps));
+	b.mapp = calloc(nmaps, sizeof(*b.mapp));
 	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
-	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp) {
+	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp ||
+	    !b.maps || !b.mapp) {
 		diag_errno(d, ENOMEM, "pprof output");
 		goto out;
 	}
@@ -163,6 +187,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 			ln->function_id = p->frames[i].func + 1;
 			ln->line = p->frames[i].line;
 		}
+		pprof_native_location(p, &p->funcs[ln->function_id - 1], l, nmaps);
 		b.linep[i] = ln;
 		l->n_line = 1;
 		l->line = &b.linep[i];
@@ -215,15 +240,29 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 
 	/* One mapping that says every location is already symbolized; without
 	 * it pprof looks for a binary to symbolize against and complains. */
-	perftools__profiles__mapping__init(&b.map);
-	b.map.id = 1;
-	b.map.filename = SID(S_MAP);
-	b.map.has_functions = b.map.has_filenames = b.map.has_line_numbers = 1;
-	b.mapp = &b.map;
+	for (uint32_t i = 0; i < nmaps; i++) {
+		PMapping *m = &b.maps[i];
+
+		perftools__profiles__mapping__init(m);
+		m->id = i + 1;
+		m->filename = SID(i ? S_KMAP : S_MAP);
+		m->has_functions = m->has_filenames = m->has_line_numbers = 1;
+		if (i && i <= p->nmappings) { /* a native file: where it was */
+			const struct prof_mapping *pm = &p->mappings[i - 1];
+
+			m->filename = pm->file;
+			m->build_id = pm->build_id;
+			m->memory_start = pm->start;
+			m->memory_limit = pm->limit;
+			m->file_offset = pm->offset;
+			m->has_line_numbers = 0;
+		}
+		b.mapp[i] = m;
+	}
 
 	perftools__profiles__profile__init(&b.prof);
-	b.prof.n_mapping = 1;
-	b.prof.mapping = &b.mapp;
+	b.prof.n_mapping = nmaps;
+	b.prof.mapping = b.mapp;
 	b.prof.n_sample_type = 2;
 	b.prof.sample_type = b.vtp;
 	b.prof.n_sample = p->nstacks;

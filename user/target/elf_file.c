@@ -533,36 +533,6 @@ int elfsym_file_offset(struct elfsym *e, uint64_t vaddr, uint64_t *off)
 	return -1;
 }
 
-int elfsym_debuglink(struct elfsym *e, char *name, size_t len, uint32_t *crc)
-{
-	struct table t = {0};
-	GElf_Shdr sh;
-	size_t n, at;
-	int rc = -1;
-
-	if (!find_section(e, ".gnu_debuglink", &sh) || sh.sh_type == SHT_NOBITS ||
-	    read_table(e, &t, sh.sh_offset, sh.sh_size, ELF_MAX_DEBUGLINK))
-		return -1;
-	/* name, NUL, padding to 4, then the 4-byte CRC. */
-	n = strnlen((const char *)t.buf, t.len);
-	at = (n + 4) & ~(size_t)3;
-	if (n && n < len && at + 4 <= t.len && !memchr(t.buf, '/', n)) {
-		rc = 0;
-		for (size_t i = 0; i < n; i++)
-			if (t.buf[i] < 0x20 || t.buf[i] == 0x7f)
-				rc = -1;
-		if (!rc && n <= 2 && t.buf[0] == '.') /* "." or ".." */
-			rc = -1;
-		if (!rc) {
-			memcpy(name, t.buf, n);
-			name[n] = 0;
-			memcpy(crc, t.buf + at, 4);
-		}
-	}
-	free(t.buf);
-	return rc;
-}
-
 int elfsym_has_usdt(struct elfsym *e)
 {
 	GElf_Shdr sh;
@@ -656,6 +626,36 @@ int elfsym_build_id(struct elfsym *e, char *hex, size_t len)
 		free(t.buf);
 	}
 	return -1;
+}
+
+int elfsym_debuglink(struct elfsym *e, char *name, size_t len, uint32_t *crc)
+{
+	struct table t = {0};
+	GElf_Shdr sh;
+	size_t n, at;
+	int rc = -1;
+
+	if (!find_section(e, ".gnu_debuglink", &sh) || sh.sh_type == SHT_NOBITS ||
+	    read_table(e, &t, sh.sh_offset, sh.sh_size, ELF_MAX_DEBUGLINK))
+		return -1;
+	/* name, NUL, padding to 4, then the 4-byte CRC. */
+	n = strnlen((const char *)t.buf, t.len);
+	at = (n + 4) & ~(size_t)3;
+	if (n && n < len && at + 4 <= t.len && !memchr(t.buf, '/', n)) {
+		rc = 0;
+		for (size_t i = 0; i < n; i++)
+			if (t.buf[i] < 0x20 || t.buf[i] == 0x7f)
+				rc = -1;
+		if (!rc && n <= 2 && t.buf[0] == '.') /* "." or ".." */
+			rc = -1;
+		if (!rc) {
+			memcpy(name, t.buf, n);
+			name[n] = 0;
+			memcpy(crc, t.buf + at, 4);
+		}
+	}
+	free(t.buf);
+	return rc;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src, const char *end)
