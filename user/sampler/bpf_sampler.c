@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_loader.h"
+#include "native_tables.h"
 #include "proc.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
@@ -42,6 +43,7 @@ struct bpf_sampler {
 	int wall;
 	int targets_grow;
 	int nprocs;
+	struct native_tables *native; /* --native, --kernel */
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -49,9 +51,12 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct bpf_sampler *s = ctx;
 	const struct sample_hdr *h = data;
 
-	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec))
+	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec) +
+					    ((size_t)h->nnative + h->nkernel) * sizeof(__u64))
 		return 0;
 	s->handled++;
+	if (s->native)
+		native_tables_on_record(s->native, h);
 	if (s->fn && s->fn(s->fn_ctx, h, (const struct frame_rec *)(h + 1))) {
 		s->stop = 1;
 		return -ECANCELED;
@@ -71,7 +76,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	unsigned factor = o->poisson_factor ? o->poisson_factor : 8;
 	unsigned mb = o->ringbuf_mb ? o->ringbuf_mb : 16;
 	double base_hz = o->rate_hz;
-	int err, events_fd;
+	int err, events_fd, native = 0;
 
 	bpf_loader_log(o->verbose);
 	if (o->rate_hz <= 0)
@@ -109,6 +114,11 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		if (o->poisson)
 			s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
+		native = o->native || o->kernel || getenv(NATIVE_RAW_ENV);
+		s->skel->rodata->want_native = o->native || getenv(NATIVE_RAW_ENV);
+		s->skel->rodata->want_kernel = o->kernel || getenv(NATIVE_RAW_ENV);
+		if (!s->skel->rodata->want_native) /* 32 MiB of rows otherwise */
+			bpf_map__set_max_entries(s->skel->maps.native_rows, 1);
 		err = bpf_loader_load(s->skel->skeleton, "sampler", d);
 	}
 	if (err) {
@@ -127,6 +137,16 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
 		s->names_fd = bpf_map__fd(s->skel->maps.code_names);
 		events_fd = bpf_map__fd(s->skel->maps.events);
+	}
+	if (native) {
+		s->native = native_tables_new(bpf_map__fd(s->skel->maps.native_rows),
+					      bpf_map__max_entries(s->skel->maps.native_rows),
+					      bpf_map__fd(s->skel->maps.native_procs),
+					      bpf_map__fd(s->skel->maps.native_counters), d);
+		if (!s->native) {
+			bpf_sampler_close(s);
+			return -1;
+		}
 	}
 	s->rb = ring_buffer__new(events_fd, on_record, s, NULL);
 	if (!s->rb) {
@@ -190,6 +210,12 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF sampler", pid);
 	s->nprocs++;
 	s->only_pid = s->nprocs == 1 && !s->targets_grow ? pid : 0;
+	/* Without its tables the process is still sampled: its native
+	 * stacks then end at once, flagged NATIVE_LOST. */
+	if (s->native && native_tables_attach(s->native, pid, d)) {
+		diag_prefix(d, "warning: native stacks lost: ");
+		diag_report(d);
+	}
 	return 0;
 }
 
@@ -199,6 +225,8 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
 
 	bpf_map_delete_elem(s->configs_fd, &key);
 	bpf_map_delete_elem(s->execed_fd, &key);
+	if (s->native)
+		native_tables_detach(s->native, pid);
 }
 
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid)
@@ -287,10 +315,16 @@ void bpf_sampler_stop(struct bpf_sampler *s)
 	}
 }
 
+struct native_tables *bpf_sampler_native(struct bpf_sampler *s)
+{
+	return s->native;
+}
+
 void bpf_sampler_close(struct bpf_sampler *s)
 {
 	if (!s)
 		return;
+	native_tables_free(s->native);
 	bpf_sampler_stop(s);
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->iter_link);

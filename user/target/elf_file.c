@@ -533,6 +533,28 @@ int elfsym_file_offset(struct elfsym *e, uint64_t vaddr, uint64_t *off)
 	return -1;
 }
 
+int elfsym_segment(struct elfsym *e, size_t idx, struct elfsym_seg *seg)
+{
+	for (size_t i = 0; i < e->nphdrs; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD || idx--)
+			continue;
+		seg->vaddr = ph.p_vaddr;
+		seg->offset = ph.p_offset;
+		seg->filesz = ph.p_filesz;
+		seg->memsz = ph.p_memsz;
+		seg->exec = !!(ph.p_flags & PF_X);
+		return 0;
+	}
+	return -1;
+}
+
+Elf *elfsym_elf(struct elfsym *e)
+{
+	return e->elf;
+}
+
 int elfsym_has_usdt(struct elfsym *e)
 {
 	GElf_Shdr sh;

@@ -58,6 +58,19 @@ int elfsym_read(struct elfsym *e, uint64_t vaddr, void *buf, size_t len);
  * the kernel places a uprobe). 0, or -1 if no executable segment has it. */
 int elfsym_file_offset(struct elfsym *e, uint64_t vaddr, uint64_t *off);
 
+/* The idx-th PT_LOAD (counting PT_LOADs only) into seg. 0, or -1 past
+ * the last. Native unwinding maps addresses through them. */
+struct elfsym_seg {
+	uint64_t vaddr, offset, filesz, memsz;
+	int exec; /* PF_X */
+};
+int elfsym_segment(struct elfsym *e, size_t idx, struct elfsym_seg *seg);
+
+/* The libelf handle, for libdw's CFI reader (user/native/unwind_tables.c):
+ * valid until elfsym_close. Sizes of the sections it reads are checked
+ * there first with elfsym_section. */
+struct Elf *elfsym_elf(struct elfsym *e);
+
 /* 1 if the file has a .note.stapsdt section (USDT probes), else 0. */
 int elfsym_has_usdt(struct elfsym *e);
 
