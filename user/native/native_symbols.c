@@ -25,12 +25,12 @@
  * address in memory that is no file (JIT code, a freed mapping) costs one
  * read per interval, not one per sample. SECURITY.md lists them.
  */
-#define NATIVE_MAX_FILES      4096
-#define NATIVE_MAX_KSYMS      (4u << 20)
-#define NATIVE_MAX_KALLSYMS   (256u << 20)
-#define NATIVE_MAPS_REREAD_NS 200000000ull
-#define NATIVE_MAX_SEGMENTS   16
-#define NATIVE_MAX_DEBUG_NAME 256
+#define NATIVE_SYM_MAX_FILES	  4096
+#define NATIVE_SYM_MAX_KSYMS	  (4u << 20)
+#define NATIVE_SYM_MAX_KALLSYMS	  (256u << 20)
+#define NATIVE_SYM_REREAD_NS	  200000000ull
+#define NATIVE_SYM_MAX_SEGMENTS	  16
+#define NATIVE_SYM_MAX_DEBUG_NAME 256
 
 struct fsym {
 	uint64_t vaddr, size;
@@ -52,7 +52,7 @@ struct nfile {
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
 	struct symtab *tab; /* shared by build id; NULL if none could be read */
-	struct elf_segment seg[NATIVE_MAX_SEGMENTS];
+	struct elfsym_seg seg[NATIVE_SYM_MAX_SEGMENTS];
 	int nseg;
 	struct native_lib lib;
 	char *path, *build_id;
@@ -218,7 +218,7 @@ static struct elfsym *open_debug(pid_t pid, const char *path, const char *build_
 static struct elfsym *find_debug(pid_t pid, struct elfsym *e, const char *maps_path,
 				 const char *build_id)
 {
-	char path[4096], rel[4096], link[NATIVE_MAX_DEBUG_NAME], *slash;
+	char path[4096], rel[4096], link[NATIVE_SYM_MAX_DEBUG_NAME], *slash;
 	struct elfsym *dbg;
 	uint32_t crc;
 
@@ -305,7 +305,7 @@ static struct nfile *file_for(struct native_syms *ns, pid_t pid, const struct pr
 		if (f->inode == m->inode && f->dev_major == m->dev_major &&
 		    f->dev_minor == m->dev_minor)
 			return f;
-	if (ns->nfiles >= NATIVE_MAX_FILES)
+	if (ns->nfiles >= NATIVE_SYM_MAX_FILES)
 		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -322,7 +322,9 @@ static struct nfile *file_for(struct native_syms *ns, pid_t pid, const struct pr
 	e = fd >= 0 ? elfsym_open(fd, m->path, &d) : NULL;
 	if (e) {
 		elfsym_build_id(e, bid, sizeof(bid));
-		f->nseg = elfsym_segments(e, f->seg, NATIVE_MAX_SEGMENTS);
+		while (f->nseg < NATIVE_SYM_MAX_SEGMENTS &&
+		       !elfsym_segment(e, (size_t)f->nseg, &f->seg[f->nseg]))
+			f->nseg++;
 		f->tab = load_symtab(ns, pid, e, m->path, bid);
 		elfsym_close(e);
 	}
@@ -405,7 +407,7 @@ static const struct proc_map *find_map(struct nproc *p, uint64_t a)
 	const struct proc_map *m = map_of(&p->maps, a);
 	uint64_t now = mono_ns();
 
-	if (m || (p->read_ns && now - p->read_ns < NATIVE_MAPS_REREAD_NS))
+	if (m || (p->read_ns && now - p->read_ns < NATIVE_SYM_REREAD_NS))
 		return m;
 	/* New library (dlopen), first sample, or not a file at all. */
 	struct proc_maps fresh = {0};
@@ -546,7 +548,7 @@ static void read_kallsyms(struct native_syms *ns)
 		struct ksym k;
 
 		bytes += strlen(line);
-		if (bytes > NATIVE_MAX_KALLSYMS || ns->nks >= NATIVE_MAX_KSYMS)
+		if (bytes > NATIVE_SYM_MAX_KALLSYMS || ns->nks >= NATIVE_SYM_MAX_KSYMS)
 			break;
 		addr = strtoull(line, &end, 16);
 		if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ' || !addr)

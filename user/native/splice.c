@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "native_symbols.h"
+#include "native_tables.h"
 #include "py_offsets.h"
 
 static const char *const cause_names[SPLICE__COUNT] = {
@@ -144,4 +145,47 @@ int splice_sample(struct native_syms *ns, struct splice_scratch *sc, const struc
 	*nout = splice_stack(&in, sc->out, sizeof(sc->out) / sizeof(sc->out[0]), causes);
 	*out = sc->out;
 	return 0;
+}
+
+int splice_record(struct native_syms *ns, struct splice_scratch *sc, const struct sample_hdr *h,
+		  const struct frame_rec *rec, const struct sym_frame *py, uint32_t version_hex,
+		  const struct sym_frame **out, uint32_t *nout, uint64_t *causes)
+{
+	struct splice_sample s = {
+	    .pid = (pid_t)h->pid,
+	    .version_hex = version_hex,
+	    .py = py,
+	    .rec = rec,
+	    .npy = h->nframes,
+	    .uips = native_ips(h),
+	    .nuser = h->nnative,
+	    .kips = kernel_ips(h),
+	    .nkernel = h->nkernel,
+	    .incomplete = (h->native_flags & (NATIVE_LOST | NATIVE_TRUNCATED)) != 0,
+	};
+
+	return splice_sample(ns, sc, &s, out, nout, causes);
+}
+
+void splice_summary(FILE *f, struct native_syms *ns, const uint64_t *causes)
+{
+	struct native_syms_stats st;
+	int any = 0;
+
+	native_syms_stats(ns, &st);
+	fprintf(f,
+		"  native symbols: %llu files (%llu through debug files, %llu without symbols), "
+		"%llu kernel symbols; %llu addresses in no file\n",
+		(unsigned long long)st.files, (unsigned long long)st.debug_files,
+		(unsigned long long)st.no_symbols, (unsigned long long)st.kernel_syms,
+		(unsigned long long)st.unmapped);
+	for (int i = 0; i < SPLICE__COUNT; i++)
+		if (causes[i]) {
+			fprintf(f, "%s%s %llu",
+				any ? ", " : "  not placed (samples): ", splice_cause_name(i),
+				(unsigned long long)causes[i]);
+			any = 1;
+		}
+	if (any)
+		fputc('\n', f);
 }

@@ -22,17 +22,13 @@
 #define SPLICE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "bpfpy.h"
 #include "profile.h"
 
 struct native_syms;
-
-#ifndef FRAME_INSTR_ENTRY
-/* bpf/bpfpy.h defines it with the walker's marker (native_spec.md). */
-#define FRAME_INSTR_ENTRY (1u << 31)
-#endif
 
 /* Native and kernel frames kept per sample at most (the kernel records
  * fewer; the bound is for a record that claims more). */
@@ -91,9 +87,9 @@ struct splice_sample {
 	const struct sym_frame *py;
 	const struct frame_rec *rec;
 	uint32_t npy;
-	const uint64_t *uips; /* leaf first: [0] the interrupted IP */
+	const __u64 *uips; /* leaf first: [0] the interrupted IP */
 	uint32_t nuser;
-	const uint64_t *kips; /* leaf first */
+	const __u64 *kips; /* leaf first */
 	uint32_t nkernel;
 	int incomplete;
 };
@@ -101,5 +97,16 @@ struct splice_sample {
 /* 0 and *out / *nout set, or -1 (ENOMEM). */
 int splice_sample(struct native_syms *ns, struct splice_scratch *sc, const struct splice_sample *s,
 		  const struct sym_frame **out, uint32_t *nout, uint64_t *causes);
+
+/* The same from a ring-buffer record (bpfpy.h: its nnative user and
+ * nkernel kernel addresses follow the nframes frame_rec rec; the caller
+ * checked the record's size), py being rec named. */
+int splice_record(struct native_syms *ns, struct splice_scratch *sc, const struct sample_hdr *h,
+		  const struct frame_rec *rec, const struct sym_frame *py, uint32_t version_hex,
+		  const struct sym_frame **out, uint32_t *nout, uint64_t *causes);
+
+/* The summary's lines about it (bpfpy record/dump/trace): files named,
+ * debug files used, kernel symbols, and each cause with a count. */
+void splice_summary(FILE *f, struct native_syms *ns, const uint64_t *causes);
 
 #endif /* SPLICE_H */

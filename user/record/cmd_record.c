@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "monotime.h"
+#include "native_symbols.h"
+#include "splice.h"
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
@@ -47,6 +49,7 @@ struct record_opts {
 	unsigned max_depth;
 	unsigned ringbuf_mb;
 	int verbose, quiet;
+	int native, kernel; /* --native, --kernel */
 };
 
 static const char doc[] =
@@ -95,6 +98,8 @@ enum {
 	OPT_SUBPROCESSES,
 	OPT_MAX_DEPTH,
 	OPT_RINGBUF,
+	OPT_NATIVE,
+	OPT_KERNEL,
 };
 
 static const struct argp_option options[] = {
@@ -114,6 +119,8 @@ static const struct argp_option options[] = {
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024, default 1024)", 0},
     {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0},
+    {"native", OPT_NATIVE, NULL, 0, "Native (C) frames too, spliced with the Python ones", 0},
+    {"kernel", OPT_KERNEL, NULL, 0, "Kernel frames too, on top of the stack", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},
@@ -183,6 +190,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_RINGBUF:
 		o->ringbuf_mb = (unsigned)cli_long(state, arg, 1, 1024, "--ringbuf-mb");
 		break;
+	case OPT_NATIVE:
+		o->native = 1;
+		break;
+	case OPT_KERNEL:
+		o->kernel = 1;
+		break;
 	case 'q':
 		o->quiet = 1;
 		break;
@@ -197,6 +210,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give -p PID or -a");
 		if (o->idle && !o->wall)
 			argp_error(state, "--idle goes with --clock wall");
+		if ((o->native || o->kernel) && o->wall)
+			argp_error(state, "--native and --kernel go with --clock cpu");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -213,6 +228,9 @@ struct rec_ctx {
 	struct rec_target *last; /* target of the previous record */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
 	uint64_t err_by_cause[WALK_ERR__COUNT];
+	struct native_syms *ns; /* --native / --kernel */
+	struct splice_scratch *sc;
+	uint64_t splice_causes[SPLICE__COUNT];
 };
 
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
@@ -260,6 +278,10 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		return 0;
 	}
 	s.nframes = h->nframes;
+	if (c->ns && (h->nnative || h->nkernel))
+		splice_record(c->ns, c->sc, h, frames, c->frames,
+			      t->proc ? t->proc->bin.version_hex : 0, &s.frames, &s.nframes,
+			      c->splice_causes);
 	t->samples++;
 	c->samples++;
 	if (c->raw)
@@ -371,6 +393,8 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
+	if (c->ns)
+		splice_summary(stderr, c->ns, c->splice_causes);
 	now = targets_cache_usage(c->ts, &live, &peak);
 	fprintf(stderr,
 		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
@@ -415,8 +439,15 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 		bpf_sampler_poll(s, wait_ms, on_sample, c);
 		now = mono_s();
 		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
+			int alive;
+
 			targets_scan(c->ts);
-			if (!targets_reap(c->ts) && !o->all) {
+			alive = targets_reap(c->ts);
+			if (c->ns) /* a PID seen again is another image */
+				for (int i = 0; i < c->ts->n; i++)
+					if (c->ts->t[i]->exited)
+						native_syms_forget(c->ns, c->ts->t[i]->pid);
+			if (!alive && !o->all) {
 				if (!o->quiet)
 					fprintf(stderr, "%sbpfpy record: every target exited\n",
 						tty ? "\n" : "");
@@ -492,7 +523,11 @@ int cmd_record(int argc, char **argv)
 	ts.verbose = o.verbose;
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
 	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.wall ? "wall" : "cpu");
-	if (!c.frames || !c.prof) {
+	if (o.native || o.kernel) {
+		c.ns = native_syms_new();
+		c.sc = splice_scratch_new();
+	}
+	if (!c.frames || !c.prof || ((o.native || o.kernel) && (!c.ns || !c.sc))) {
 		diag_errno(&d, ENOMEM, "record");
 		ret = diag_report(&d);
 		goto out;
@@ -511,6 +546,8 @@ int cmd_record(int argc, char **argv)
 		    .verbose = o.verbose,
 		    .wall = o.wall,
 		    .targets_grow = o.all || o.children,
+		    .native = o.native,
+		    .kernel = o.kernel,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -561,5 +598,7 @@ out:
 	targets_free(&ts);
 	profile_free(c.prof);
 	free(c.frames);
+	native_syms_free(c.ns);
+	splice_scratch_free(c.sc);
 	return ret;
 }

@@ -430,20 +430,6 @@ int elfsym_has_symtab(const struct elfsym *e)
 	return e->sym.scn != NULL;
 }
 
-int elfsym_segments(struct elfsym *e, struct elf_segment *v, int max)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < e->nphdrs && n < max; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		v[n++] = (struct elf_segment){ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_flags};
-	}
-	return n;
-}
-
 static Elf_Scn *find_section(struct elfsym *e, const char *name, GElf_Shdr *sh)
 {
 	for (Elf_Scn *s = NULL; (s = elf_nextscn(e->elf, s));) {

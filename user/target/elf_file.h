@@ -95,14 +95,6 @@ int elfsym_has_symtab(const struct elfsym *e);
  * 0, or -1 if there is none or it is malformed. */
 int elfsym_debuglink(struct elfsym *e, char *name, size_t len, uint32_t *crc);
 
-/* The PT_LOAD segments (file offset, virtual address, bytes in the file,
- * p_flags), at most max of them into v. Returns how many were stored. */
-struct elf_segment {
-	uint64_t offset, vaddr, filesz;
-	uint32_t flags;
-};
-int elfsym_segments(struct elfsym *e, struct elf_segment *v, int max);
-
 struct usdt_probe {
 	char provider[64];
 	char name[64];
