@@ -11,9 +11,10 @@
 #   callback  leaf=NAME caller=NAME: in stacks through the callback NAME,
 #             the frame just below it is native and the Python caller is
 #             below that (C code of the standard library between them)
-#   burn      share=C_SHARE tol=T: burn_loop [native] over spin [native]
+#   burn      share=C_SHARE: burn_loop [native] over spin [native]
 #             over outer over <module>; inner (Python) over spin; the
-#             share of samples with burn_loop as leaf within T of C_SHARE
+#             share of the main thread's samples with burn_loop as leaf
+#             within 4 binomial sd + 0.02 of C_SHARE
 #   kernel    want=SUBSTR[,SUBSTR] py=NAME: kernel frames only at the leaf
 #             end of a stack; stacks through Python function py have kernel
 #             frames whose names contain one of the substrings
@@ -50,16 +51,26 @@ def parse(frame):
     return ("python", frame, "")
 
 
-stacks = []
+# pid=N: only that process's stacks (a --threads profile: pid:N;tid:N;...),
+# and the main thread's (tid N) for the shares.
+want_pid = args.get("pid")
+stacks, main_total = [], 0
 for line in open(path, encoding="utf-8", errors="replace"):
     line = line.rstrip("\n")
     if not line:
         continue
     body, _, n = line.rpartition(" ")
-    frames = [parse(f) for f in body.split(";")]
-    if frames and frames[0][1].startswith("pid:"):
-        frames = [f for f in frames if not re.match(r"^(pid|tid):\d+$", f[1])]
+    parts = body.split(";")
+    ids = {}
+    while parts and re.match(r"^(pid|tid):\d+$", parts[0]):
+        k, v = parts.pop(0).split(":")
+        ids[k] = v
+    if want_pid and ids.get("pid") != want_pid:
+        continue
+    frames = [parse(f) for f in parts]
     stacks.append((frames, int(n)))
+    if not want_pid or ids.get("tid") == want_pid:
+        main_total += int(n)
 total = sum(n for _, n in stacks)
 print("stat: %d samples, %d stacks" % (total, len(stacks)))
 
@@ -127,11 +138,13 @@ elif mode == "callback":
         ok("%d of %d samples through %s have native frames between it and %s"
            % (good, good + wrong, leaf, caller))
 elif mode == "burn":
-    want, tol = float(args["share"]), float(args["tol"])
+    want = float(args["share"])
     c = cbad = inner = ibad = 0
     for frames, n in stacks:
         names = [f[1] for f in frames]
-        leaf = frames[-1]
+        user = [f for f in frames if f[0] != "kernel"]  # an interrupt on top
+        leaf = user[-1] if user else ("", "", "")
+        frames = user
         if leaf[0] == "native" and leaf[1].startswith("burn_loop"):
             c += n
             ok_shape = (len(frames) >= 4 and frames[-2][0] == "native"
@@ -150,8 +163,12 @@ elif mode == "burn":
                 ibad += n
                 if ibad <= 3 * n:
                     print("  wrong callback stack: %d x %s" % (n, show(frames)))
-    share = c / total if total else 0
-    print("stat: burn_loop %d, inner %d of %d; share %.3f, measured %.3f" % (c, inner, total, share, want))
+    share = c / main_total if main_total else 0
+    # 4 binomial sd of the share at this many samples, plus 0.02 for the
+    # window's edges (a turn of the target's loop is ~0.2 s of a 6 s run)
+    tol = 4 * (want * (1 - want) / max(main_total, 1)) ** 0.5 + 0.02
+    print("stat: burn_loop %d, inner %d of %d main-thread samples; share %.3f, measured %.3f"
+          % (c, inner, main_total, share, want))
     if c < need or inner < need:
         bad("burn_loop %d, inner %d samples (want >= %d each)" % (c, inner, need))
     if cbad:
