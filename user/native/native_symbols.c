@@ -15,6 +15,7 @@
 #include "monotime.h"
 #include "proc_maps.h"
 #include "proc_root.h"
+#include "py_offsets.h"
 
 /*
  * Bounds. Files: distinct (device, inode) pairs held; a host running -a
@@ -31,6 +32,11 @@
 #define NATIVE_SYM_REREAD_NS	  200000000ull
 #define NATIVE_SYM_MAX_SEGMENTS	  16
 #define NATIVE_SYM_MAX_DEBUG_NAME 256
+/* Stripped eval loops: bytes of the entry scanned, of .eh_frame_hdr read,
+ * and the size a found part may have. */
+#define NATIVE_SYM_MAX_ENTRY (256u << 10)
+#define NATIVE_SYM_MAX_EHHDR (16u << 20)
+#define NATIVE_SYM_MAX_PART  (16u << 20)
 
 struct fsym {
 	uint64_t vaddr, size;
@@ -248,6 +254,155 @@ static struct elfsym *find_debug(pid_t pid, struct elfsym *e, const char *maps_p
 	return NULL;
 }
 
+/* The table entry naming vaddr: the best-ranked symbol at the closest
+ * address below, or one a little further down whose size covers vaddr (a
+ * function with a local label inside). *exact: a size covers it. */
+static const struct fsym *sym_of(const struct symtab *t, uint64_t vaddr, int *exact)
+{
+	size_t lo = 0, hi = t->n;
+	const struct fsym *best;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	size_t i = lo - 1;
+
+	while (i > 0 && t->v[i - 1].vaddr == t->v[i].vaddr)
+		i--;
+	best = &t->v[i];
+	*exact = vaddr - best->vaddr < best->size;
+	if (*exact)
+		return best;
+	for (size_t k = 1; k <= 8 && k <= i; k++) {
+		const struct fsym *s = &t->v[i - k];
+
+		if (vaddr - s->vaddr < s->size) {
+			*exact = 1;
+			return s;
+		}
+	}
+	return best;
+}
+
+static int32_t get_s32(const unsigned char *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* The CFI unit (FDE) holding vaddr, from .eh_frame_hdr's sorted table
+ * (the layout every GNU toolchain writes: table datarel sdata4, FDEs with
+ * pcrel sdata4 addresses; anything else is not read). Its start is checked
+ * against the FDE itself. 0 with [*start, *start + *len), or -1. */
+static int fde_of(struct elfsym *e, const unsigned char *h, uint64_t hsize, uint64_t haddr,
+		  uint64_t vaddr, uint64_t *start, uint64_t *len)
+{
+	unsigned char fde[16];
+	uint64_t n, lo = 0, hi, at;
+	int64_t fde_vaddr;
+
+	if (hsize < 12 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+		return -1;
+	n = (uint32_t)get_s32(h + 8);
+	if (n > (hsize - 12) / 8)
+		return -1;
+	hi = n;
+	while (lo < hi) { /* the last entry starting at or below vaddr */
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if ((int64_t)haddr + get_s32(h + 12 + 8 * mid) <= (int64_t)vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	at = 12 + 8 * (lo - 1);
+	fde_vaddr = (int64_t)haddr + get_s32(h + at + 4);
+	if (fde_vaddr < 0 || elfsym_read(e, (uint64_t)fde_vaddr, fde, sizeof(fde)) ||
+	    get_s32(fde) == -1 || !get_s32(fde + 4))
+		return -1;
+	*start = (uint64_t)(fde_vaddr + 8 + get_s32(fde + 8));
+	*len = (uint32_t)get_s32(fde + 12);
+	if (*start != (uint64_t)((int64_t)haddr + get_s32(h + at)) || *len > NATIVE_SYM_MAX_PART ||
+	    vaddr - *start >= *len)
+		return -1;
+	return 0;
+}
+
+/*
+ * A stripped interpreter (Debian sid's 3.14 and 3.15) names the entry of
+ * its eval loop in .dynsym but not the part GCC moved out of it
+ * (NAME.cold), where a PGO build puts many instruction bodies: unnamed,
+ * the splice could not tell those frames belong to the eval loop. The part
+ * is the CFI unit that the entry jumps into directly (jmp or jcc rel32 out
+ * of its own range) and that no symbol names; it is added as NAME.cold.
+ * A stray byte pattern could only add a part that a direct jump of the
+ * entry reaches, within one CFI unit, and never over a named function.
+ */
+static void name_eval_parts(struct symtab *t, struct elfsym *e)
+{
+	uint64_t haddr, hsize, added = 0;
+	unsigned char *h = NULL, *code = NULL;
+	const char *name;
+
+	if (elfsym_section(e, ".eh_frame_hdr", &haddr, &hsize) || hsize > NATIVE_SYM_MAX_EHHDR ||
+	    !(h = malloc(hsize ? hsize : 1)) || elfsym_read(e, haddr, h, hsize))
+		goto out;
+	for (size_t k = 0; (name = py_native_eval_name(k)); k++) {
+		const struct fsym *entry = NULL;
+		uint64_t base, size;
+		char cold[160];
+
+		for (size_t i = 0; i < t->n && !entry; i++)
+			if (t->v[i].size && !strcmp(t->names + t->v[i].name, name))
+				entry = &t->v[i];
+		if (!entry || entry->size > NATIVE_SYM_MAX_ENTRY)
+			continue;
+		base = entry->vaddr;
+		size = entry->size;
+		free(code);
+		if (!(code = malloc(size)) || elfsym_read(e, base, code, size))
+			continue;
+		snprintf(cold, sizeof(cold), "%s.cold", name);
+		for (uint64_t i = 0; i + 5 <= size && added < 16; i++) {
+			uint64_t end, target, start, len;
+			int exact = 0;
+			size_t n0 = t->n;
+
+			if (code[i] == 0xe9)
+				end = i + 5;
+			else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80 && i + 6 <= size)
+				end = i + 6;
+			else
+				continue;
+			target = base + end + (uint64_t)(int64_t)get_s32(code + end - 4);
+			if (target - base < size ||
+			    fde_of(e, h, hsize, haddr, target, &start, &len))
+				continue;
+			if (sym_of(t, target, &exact) && exact)
+				continue; /* a named function: a tail call, not a part */
+			if (add_func(t, cold, start, len, 1))
+				break;
+			/* Sorted again for the next lookup (a few times per file). */
+			qsort(t->v, t->n, sizeof(*t->v), fsym_cmp);
+			added += t->n > n0;
+		}
+	}
+out:
+	free(code);
+	free(h);
+}
+
 static struct symtab *load_symtab(struct native_syms *ns, pid_t pid, struct elfsym *e,
 				  const char *maps_path, const char *build_id)
 {
@@ -279,6 +434,8 @@ static struct symtab *load_symtab(struct native_syms *ns, pid_t pid, struct elfs
 		return NULL;
 	}
 	qsort(t->v, t->n, sizeof(*t->v), fsym_cmp);
+	if (!elfsym_has_symtab(e) && !t->from_debug)
+		name_eval_parts(t, e);
 	t->next = ns->tabs;
 	ns->tabs = t;
 	ns->st.files++;
@@ -419,43 +576,6 @@ static const struct proc_map *find_map(struct nproc *p, uint64_t a)
 	proc_maps_free(&p->maps);
 	p->maps = fresh;
 	return map_of(&p->maps, a);
-}
-
-/* The table entry naming vaddr: the best-ranked symbol at the closest
- * address below, or one a little further down whose size covers vaddr (a
- * function with a local label inside). *exact: a size covers it. */
-static const struct fsym *sym_of(const struct symtab *t, uint64_t vaddr, int *exact)
-{
-	size_t lo = 0, hi = t->n;
-	const struct fsym *best;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->v[mid].vaddr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	size_t i = lo - 1;
-
-	while (i > 0 && t->v[i - 1].vaddr == t->v[i].vaddr)
-		i--;
-	best = &t->v[i];
-	*exact = vaddr - best->vaddr < best->size;
-	if (*exact)
-		return best;
-	for (size_t k = 1; k <= 8 && k <= i; k++) {
-		const struct fsym *s = &t->v[i - k];
-
-		if (vaddr - s->vaddr < s->size) {
-			*exact = 1;
-			return s;
-		}
-	}
-	return best;
 }
 
 static void set_addr_name(struct native_sym *out, uint64_t ip)

@@ -763,3 +763,9 @@ int py_native_is_eval(uint32_t hex, const char *sym)
 	}
 	return 0;
 }
+
+const char *py_native_eval_name(size_t i)
+{
+	return i < sizeof(eval_functions) / sizeof(eval_functions[0]) ? eval_functions[i].name
+								      : NULL;
+}

@@ -153,6 +153,10 @@ static inline const char *py_eval_frame_symbol(uint32_t hex)
  * frame and stay native frames.
  */
 int py_native_is_eval(uint32_t hex, const char *sym);
+/* The i-th name of an eval-loop function of any version, NULL past the
+ * last: for the symbolizer, which names parts of them in stripped files
+ * before it knows a process's version. */
+const char *py_native_eval_name(size_t i);
 
 /*
  * API symbols each release added, newest first: the major.minor of a
