@@ -4,7 +4,7 @@
 # (shared libpython with symbol tables), Debian's static /usr/bin/python3.11
 # (no frame pointers), sid 3.14/3.15 in the chroot (files named through the
 # chroot's root). Each target runs py/native_mix.py, which turns through
-# every case from <module>; ONE recording of all of them (-p A,B,... --threads,
+# every case from <module>; ONE recording (8 s) of all of them (-p A,B,... --threads,
 # so one BPF load: under load the verifier alone takes tens of seconds)
 # is checked per pid by check/native_stacks.py:
 #
@@ -99,8 +99,8 @@ for label in "${LABELS[@]}"; do
 	read -r C0[$label] T0[$label] <"${REPORT[$label]}" 2>/dev/null
 done
 list=$(IFS=,; echo "${pids[*]}")
-echo "== record -p $list -d 6 --native --kernel --threads"
-bpfpy record -p "$list" -d 6 --native --kernel --threads >"$TMP/all.folded" 2>"$TMP/all.err"
+echo "== record -p $list -d 8 --native --kernel --threads"
+bpfpy record -p "$list" -d 8 --native --kernel --threads >"$TMP/all.folded" 2>"$TMP/all.err"
 rc=$?
 sed 's/^/    /' "$TMP/all.err"
 [[ $rc == 0 ]] || bad "record --native --kernel exited $rc"
@@ -110,7 +110,7 @@ for label in "${LABELS[@]}"; do
 	echo "== $label (pid $pid)"
 	[[ $rc == 0 ]] || continue
 	f=$TMP/all.folded
-	check qsort "$f" what="$label qsort" pid="$pid"
+	check qsort "$f" what="$label qsort" pid="$pid" min=10
 	check callback "$f" what="$label json_default" pid="$pid" leaf=on_default caller=json_default min=10
 	check callback "$f" what="$label re_sub" pid="$pid" leaf=on_match caller=re_sub min=10
 	check callback "$f" what="$label sorted_key" pid="$pid" leaf=on_key caller=sorted_key min=10

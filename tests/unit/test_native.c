@@ -266,6 +266,20 @@ static void test_eval_names(void **state)
 	assert_false(py_native_is_eval(v311, NULL));
 }
 
+static void expect_collapsed(const struct profile *p, const struct profile_out_opts *o,
+			     const char *want)
+{
+	struct diag d = {0};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_int_equal(collapsed_write(f, p, o, &d), 0);
+	fclose(f);
+	assert_string_equal(buf, want);
+	free(buf);
+}
+
 /* Every format keeps the kinds apart: collapsed annotates, raw too,
  * pprof gets the file's Mapping (checked by go tool pprof in
  * test_native.sh). */
@@ -293,26 +307,19 @@ static void test_outputs(void **state)
 	struct sym_sample smp = {.ts_ns = 1, .pid = 1, .tid = 1, .nframes = 4, .frames = fr};
 	struct profile *p = profile_new(1000000, "cpu");
 	struct profile_out_opts o = {0};
-	struct diag d = {0};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 
 	(void)state;
 	assert_int_equal(profile_add(p, &smp), 0);
-	f = open_memstream(&buf, &len);
-	assert_int_equal(collapsed_write(f, p, &o, &d), 0);
-	fclose(f);
-	assert_string_equal(buf, "sort_block (t.py:12);qsort (libc.so.6) [native];order_cb "
-				 "(t.py:7);ksys_read [kernel] 1\n");
-	free(buf);
+	expect_collapsed(p, &o,
+			 "sort_block (t.py:12);qsort (libc.so.6) [native];order_cb "
+			 "(t.py:7);ksys_read [kernel] 1\n");
 	o.no_lines = 1;
-	f = open_memstream(&buf, &len);
-	assert_int_equal(collapsed_write(f, p, &o, &d), 0);
-	fclose(f);
-	assert_string_equal(buf, "sort_block (t.py);qsort (libc.so.6) [native];order_cb "
-				 "(t.py);ksys_read [kernel] 1\n");
-	free(buf);
+	expect_collapsed(p, &o,
+			 "sort_block (t.py);qsort (libc.so.6) [native];order_cb "
+			 "(t.py);ksys_read [kernel] 1\n");
 	f = open_memstream(&buf, &len);
 	assert_int_equal(raw_write_sample(f, &smp), 0);
 	fclose(f);

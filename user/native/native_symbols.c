@@ -35,7 +35,7 @@
 /* Stripped eval loops: bytes of the entry scanned, of .eh_frame_hdr read,
  * and the size a found part may have. */
 #define NATIVE_SYM_MAX_ENTRY (256u << 10)
-#define NATIVE_SYM_MAX_EHHDR (16u << 20)
+#define NATIVE_SYM_MAX_EHHDR ELFSYM_MAX_READ
 #define NATIVE_SYM_MAX_PART  (16u << 20)
 
 struct fsym {
