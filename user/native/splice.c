@@ -29,6 +29,45 @@ static void put(struct sym_frame *out, uint32_t cap, uint32_t *n, const struct s
 	(*n)++;
 }
 
+/* A complete native stack, root to leaf: each eval frame takes the next run
+ * from the root, which starts at its entry marker. The Python chain's root
+ * part is the stable one (the leaf end is where frames are pushed and
+ * popped around calls), so a sample caught between an eval call and its
+ * first frame, or after its last frame is popped, leaves that eval frame
+ * native instead of shifting every run by one. */
+static uint32_t splice_from_root(const struct splice_input *in, struct sym_frame *tmp, uint32_t cap,
+				 uint64_t *causes)
+{
+	uint32_t n = 0, k = in->npy; /* Python frames py[0..k) are unclaimed */
+
+	for (uint32_t i = in->nnative; i-- > 0;) {
+		if (!in->is_eval[i]) {
+			put(tmp, cap, &n, &in->native[i]);
+			continue;
+		}
+		if (!k) {
+			causes[SPLICE_EVAL_EMPTY]++;
+			put(tmp, cap, &n, &in->native[i]);
+			continue;
+		}
+		if (!in->entry[k - 1])
+			causes[SPLICE_NO_MARKER]++;
+		put(tmp, cap, &n, &in->py[--k]);
+		while (k && !in->entry[k - 1])
+			put(tmp, cap, &n, &in->py[--k]);
+	}
+	if (k) {
+		struct sym_frame mark = {
+		    .name = SPLICE_MARK_UNCLAIMED, .file = "", .kind = FRAME_KIND_MARK};
+
+		causes[SPLICE_PY_UNCLAIMED]++;
+		put(tmp, cap, &n, &mark);
+		while (k)
+			put(tmp, cap, &n, &in->py[--k]);
+	}
+	return n < cap ? n : cap;
+}
+
 uint32_t splice_stack(const struct splice_input *in, struct sym_frame *out, uint32_t cap,
 		      uint64_t *causes)
 {
@@ -36,19 +75,30 @@ uint32_t splice_stack(const struct splice_input *in, struct sym_frame *out, uint
 
 	for (uint32_t i = 0; i < in->nkernel; i++)
 		put(out, cap, &n, &in->kernel[i]);
+	if (!(in->flags & SPLICE_NATIVE_INCOMPLETE) && n < cap) {
+		/* Root first after the kernel frames, then turned leaf first. */
+		uint32_t m = splice_from_root(in, out + n, cap - n, causes);
+
+		for (uint32_t a = n, b = n + m - 1; m && a < b; a++, b--) {
+			struct sym_frame t = out[a];
+
+			out[a] = out[b];
+			out[b] = t;
+		}
+		return n + m;
+	}
+	/* The root part is missing: leaf to root, each eval frame's run ends
+	 * at its entry marker; what is left goes behind a mark at the root. */
 	for (uint32_t i = 0; i < in->nnative; i++) {
 		if (!in->is_eval[i]) {
 			put(out, cap, &n, &in->native[i]);
 			continue;
 		}
 		if (k >= in->npy) {
-			/* Between the call and its first frame, or the Python
-			 * walk was cut: the eval frame is where the CPU is. */
 			causes[SPLICE_EVAL_EMPTY]++;
 			put(out, cap, &n, &in->native[i]);
 			continue;
 		}
-		/* Leaf to root: this call's run ends at its entry marker. */
 		while (k < in->npy) {
 			int entry = in->entry[k] != 0;
 
@@ -60,12 +110,10 @@ uint32_t splice_stack(const struct splice_input *in, struct sym_frame *out, uint
 		}
 	}
 	if (k < in->npy) {
-		int lost = (in->flags & SPLICE_NATIVE_INCOMPLETE) != 0;
-		struct sym_frame mark = {.name = lost ? SPLICE_MARK_LOST : SPLICE_MARK_UNCLAIMED,
-					 .file = "",
-					 .kind = FRAME_KIND_MARK};
+		struct sym_frame mark = {
+		    .name = SPLICE_MARK_LOST, .file = "", .kind = FRAME_KIND_MARK};
 
-		causes[lost ? SPLICE_NATIVE_LOST : SPLICE_PY_UNCLAIMED]++;
+		causes[SPLICE_NATIVE_LOST]++;
 		put(out, cap, &n, &mark);
 		while (k < in->npy)
 			put(out, cap, &n, &in->py[k++]);

@@ -8,15 +8,18 @@
  * The native stack holds one frame of the evaluation loop
  * (py_native_is_eval) for each C-level call of it, and each such call owns
  * a run of Python frames that the walker delimits with FRAME_INSTR_ENTRY
- * (bpf/bpfpy.h: set on the run's frame nearest the root). Walking leaf to
- * root, each eval frame is replaced by the next run; everything else stays
- * a native frame. The kernel frames go on top (the leaf end).
+ * (bpf/bpfpy.h: set on the run's frame nearest the root). Walking a
+ * complete native stack root to leaf, each eval frame is replaced by the
+ * next run from the root; everything else stays a native frame. The kernel
+ * frames go on top (the leaf end).
  *
  * What does not fit is counted by cause and never placed by guess: an
  * eval frame with no run left stays the native frame it is; Python frames
- * that no eval frame claimed (the native unwind stopped early, or the
- * eval function could not be named) go at the root behind a mark frame
- * saying so, where they certainly are.
+ * that no eval frame claimed go behind a mark frame saying so, at the leaf
+ * end. When the native unwind stopped early (its root part is missing),
+ * the runs are matched from the leaf instead and what is left of the
+ * Python frames goes at the root behind [native unwind lost], where it
+ * certainly is.
  */
 #ifndef SPLICE_H
 #define SPLICE_H
