@@ -66,8 +66,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "burnmod", NULL, -1, methods,
-				 NULL, NULL, NULL, NULL};
+static struct PyModuleDef mod = {
+    PyModuleDef_HEAD_INIT, "burnmod", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit_burnmod(void)
 {
