@@ -325,6 +325,7 @@ static void test_outputs(void **state)
 	struct sym_sample smp = {.ts_ns = 1, .pid = 1, .tid = 1, .nframes = 4, .frames = fr};
 	struct profile *p = profile_new(1000000, "cpu");
 	struct profile_out_opts o = {0};
+	struct diag d = {0};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -342,6 +343,17 @@ static void test_outputs(void **state)
 	assert_int_equal(raw_write_sample(f, &smp), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, ";qsort (libc.so.6:0) [native];"));
+	free(buf);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(speedscope_write(f, p, &o, &d), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "{\"name\":\"qsort [native]\",\"file\":\"libc.so.6\"}"));
+	assert_non_null(strstr(buf, "{\"name\":\"ksys_read [kernel]\"}"));
+	free(buf);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(svg_write(f, p, &o, &d), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "qsort (libc.so.6) [native]"));
 	free(buf);
 	assert_int_equal(p->nmappings, 1);
 	assert_int_equal(p->mappings[0].start, lib.start);
