@@ -69,8 +69,9 @@ _Static_assert(sizeof(struct frame_rec) == 16, "frame_rec is two __u64");
 struct native_ctx {
 	const struct native_proc *proc;
 	__u64 *out;
-	__u32 base; /* index in out of the first native address */
-	__u32 n;    /* addresses written */
+	__u32 base;		       /* index in out of the first native address */
+	__u32 n;		       /* addresses written */
+	const struct native_map *last; /* the previous frame's mapping */
 	__u64 ip, sp, bp;
 	__u8 cause; /* enum native_cause when the walk stopped early */
 	__u8 done;  /* reached the outermost frame */
@@ -177,7 +178,12 @@ static int native_step(__u32 i, void *data)
 		return 1;
 	c->out[idx] = c->ip;
 	c->n = i + 1;
-	m = native_find_map(c->proc, c->ip);
+	/* Callers are mostly in the callee's file (libpython calling
+	 * itself): try its mapping before searching. */
+	m = c->last;
+	if (!m || c->ip < m->start || c->ip >= m->end)
+		m = native_find_map(c->proc, c->ip);
+	c->last = m;
 	if (!m) {
 		c->cause = NATIVE_NO_MAP;
 		return 1;

@@ -18,6 +18,7 @@
 #    (/proc/kallsyms _stext.._etext), and the native chain still completes.
 # 3. The plain record (no BPFPY_NATIVE_RAW) still works: samples as before.
 # 4. dlopen after recording began: tables refreshed (see there).
+# 5. A library without CFI: frame-pointer fallback, flagged (see there).
 . "$(dirname "$0")/lib.sh"
 
 JOBS=${JOBS:-3}
@@ -149,4 +150,33 @@ print(n)' "$RAW" "$before")
 fi
 kill -9 "$PY_PID" 2>/dev/null
 wait "$PY_PID" 2>/dev/null
+
+# 5. A library without CFI (built here with -fno-asynchronous-unwind-tables,
+#    with frame pointers), busy through ctypes: its frames are found by the
+#    frame-pointer fallback, flagged NATIVE_FP_FALLBACK, and the chain goes
+#    on by CFI from libffi down to main.
+cat >"$TMP/nofp.c" <<'C'
+__attribute__((noinline)) long nofp_inner(long n)
+{
+	volatile long x = 0;
+	for (long i = 0; i < n; i++)
+		x += i;
+	return x;
+}
+long nofp_spin(long n) { return nofp_inner(n) + 1; }
+C
+if gcc -O1 -shared -fPIC -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables \
+	-o "$TMP/libnofp.so" "$TMP/nofp.c" 2>"$TMP/nofp.err"; then
+	chmod 755 "$TMP/libnofp.so"
+	start_py "$label" "$PYDIR/native_busy.py" ctypes "$TMP/libnofp.so" || bad "$label: ctypes target did not start"
+	if record_raw "$label" "$PY_PID" nofp; then
+		"$CHECKPY" "$CHECK/native_chain.py" raw="$RAW" maps="$MAPS" what="$label no-CFI library" \
+			leaf_lib=libnofp chain="nofp_inner,nofp_spin,$(chain_of "$MAPS" | cut -d, -f2-)" fp=expect
+		fails=$((fails + $?))
+	fi
+	kill -9 "$PY_PID" 2>/dev/null
+	wait "$PY_PID" 2>/dev/null
+else
+	bad "cannot build the no-CFI library: $(head -3 "$TMP/nofp.err")"
+fi
 finish

@@ -92,6 +92,22 @@ void native_tables_free(struct native_tables *nt)
 	free(nt);
 }
 
+/* Room for one more element in *v (n used of *cap): 0, or -1. */
+static int room(void **v, size_t *cap, size_t n, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, ncap * elem);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
 static struct nfile *file_find(struct native_tables *nt, uint64_t dev, uint64_t ino)
 {
 	for (size_t i = 0; i < nt->nfiles; i++)
@@ -143,15 +159,8 @@ static struct nfile *file_add_fd(struct native_tables *nt, const struct proc_map
 			close(fd);
 		return NULL;
 	}
-	if (nt->nfiles == nt->fcap) {
-		size_t cap = nt->fcap ? nt->fcap * 2 : 64;
-		struct nfile *v = realloc(nt->files, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		nt->files = v;
-		nt->fcap = cap;
-	}
+	if (room((void **)&nt->files, &nt->fcap, nt->nfiles, sizeof(*nt->files)))
+		return NULL;
 	f = &nt->files[nt->nfiles++];
 	memset(f, 0, sizeof(*f));
 	f->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
@@ -268,15 +277,8 @@ static struct nproc *proc_slot(struct native_tables *nt, pid_t pid, int create)
 			return &nt->procs[i];
 	if (!create)
 		return NULL;
-	if (nt->nprocs == nt->pcap) {
-		size_t cap = nt->pcap ? nt->pcap * 2 : 16;
-		struct nproc *v = realloc(nt->procs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		nt->procs = v;
-		nt->pcap = cap;
-	}
+	if (room((void **)&nt->procs, &nt->pcap, nt->nprocs, sizeof(*nt->procs)))
+		return NULL;
 	nt->procs[nt->nprocs] = (struct nproc){.pid = pid};
 	return &nt->procs[nt->nprocs++];
 }

@@ -11,8 +11,8 @@ of them complete, each with every address inside a mapped file and named
 (no '??'), with the symbols of chain= in that order from leaf to root
 (alternatives split by '|'), and the leaf in a file whose path contains
 one of leaf_lib's comma-separated parts (where the target is busy); no frame-pointer fallback
-(NATIVE_FP_FALLBACK) in complete chains. Prints stat: lines with the
-counts."""
+(NATIVE_FP_FALLBACK) in complete chains, or with fp=expect, the flag on
+them (a file built without CFI). Prints stat: lines with the counts."""
 import collections
 import subprocess
 import sys
@@ -152,7 +152,13 @@ def main():
             r.ok("%d of %d complete chains start in %s" % (leaf_ok, complete, leaf_lib))
         else:
             r.bad("only %d of %d complete chains start in %s" % (leaf_ok, complete, leaf_lib))
-    if fp:
+    if a.get("fp") == "expect":
+        if complete and fp >= min_share * complete:
+            r.ok("%d of %d complete chains flagged NATIVE_FP_FALLBACK (a file without CFI)"
+                 % (fp, complete))
+        else:
+            r.bad("only %d of %d complete chains flagged NATIVE_FP_FALLBACK" % (fp, complete))
+    elif fp:
         r.bad("%d complete chains used the frame-pointer fallback (every file here has CFI)" % fp)
     else:
         r.ok("no frame-pointer fallback: every frame from CFI")

@@ -4,7 +4,8 @@
 # main is what every sample should show. With "faults", touches fresh pages
 # instead (time in the kernel's page-fault path: --kernel frames on top).
 # With "late GOFILE", loads libcrypto only once GOFILE exists (a library
-# mapped after recording began: the tables must be refreshed).
+# mapped after recording began: the tables must be refreshed). With
+# "ctypes LIB", spins in LIB's nofp_spin (a library built without CFI).
 import mmap
 import sys
 
@@ -34,6 +35,12 @@ def main():
         import hashlib as h
         while True:
             h.pbkdf2_hmac("sha256", b"password", b"salt", 100000)
+    if sys.argv[1:2] == ["ctypes"]:
+        import ctypes
+        lib = ctypes.CDLL(sys.argv[2])
+        lib.nofp_spin.argtypes = [ctypes.c_long]
+        while True:
+            lib.nofp_spin(10000000)
     import hashlib as h
     while True:
         h.pbkdf2_hmac("sha256", b"password", b"salt", 100000)
