@@ -15,7 +15,8 @@
  * counted cause (NATIVE_LOST), never a guess.
  *
  * Bounded: NATIVE_MAX_DEPTH frames through bpf_loop, each with two binary
- * searches of fixed step counts, so the cost per sample has a ceiling.
+ * searches of at most 9 and 23 halvings, so the cost per sample has a
+ * ceiling.
  * Included by bpf/sampler.bpf.c only, which defines BPFPY_NATIVE; with
  * want_native and want_kernel false (the default) the program is the same
  * as before but for two branches, and the record the same size.
@@ -68,8 +69,9 @@ _Static_assert(sizeof(struct frame_rec) == 16, "frame_rec is two __u64");
 struct native_ctx {
 	const struct native_proc *proc;
 	__u64 *out;
-	__u32 base; /* index in out of the first native address */
-	__u32 n;    /* addresses written */
+	__u32 base;		       /* index in out of the first native address */
+	__u32 n;		       /* addresses written */
+	const struct native_map *last; /* the previous frame's mapping */
 	__u64 ip, sp, bp;
 	__u8 cause; /* enum native_cause when the walk stopped early */
 	__u8 done;  /* reached the outermost frame */
@@ -77,55 +79,85 @@ struct native_ctx {
 	__u8 fp_frames;
 };
 
-/* The mapping holding ip, or NULL. maps[] is sorted and NATIVE_MAX_MAPS is
- * 256: 9 halvings decide. */
+/*
+ * Binary searches, one halving per bpf_loop turn: a loop in the program
+ * itself would be followed by the verifier turn by turn, for every path
+ * through the frame step (over its 1M instruction limit); a callback is
+ * verified once. Each halving picks its half with a mask from the sign of
+ * a difference (addresses are below 2^63, pcs 32-bit: no overflow).
+ */
+struct native_search {
+	const struct native_proc *p;
+	__u64 key;
+	__u32 base, len;
+};
+
+static __always_inline __u32 native_le_mask(__u64 a, __u64 b)
+{
+	/* all ones if a <= b, else 0 */
+	__u64 m = ((__u64)((__s64)b - (__s64)a) >> 63) - 1;
+
+	return (__u32)m;
+}
+
+static int native_map_halve(__u32 i, void *data)
+{
+	struct native_search *s = data;
+	__u32 half = s->len / 2;
+	const struct native_map *m = &s->p->maps[(s->base + half) & (NATIVE_MAX_MAPS - 1)];
+
+	(void)i;
+	s->base += half & native_le_mask(m->start, s->key);
+	s->len -= half;
+	return s->len <= 1;
+}
+
+static int native_row_halve(__u32 i, void *data)
+{
+	struct native_search *s = data;
+	__u32 half = s->len / 2, idx = s->base + half;
+	const struct unwind_row *r = bpf_map_lookup_elem(&native_rows, &idx);
+
+	(void)i;
+	if (!r)
+		return 1;
+	s->base += half & native_le_mask(r->pc, s->key);
+	s->len -= half;
+	return s->len <= 1;
+}
+
+/* The mapping holding ip, or NULL: the last of the sorted maps[] that
+ * starts at or below ip, if it ends above. */
 static __always_inline const struct native_map *native_find_map(const struct native_proc *p,
 								__u64 ip)
 {
-	__u32 lo = 0, hi = p->nmaps;
+	struct native_search s = {.p = p, .key = ip, .len = p->nmaps};
+	const struct native_map *m;
 
-	if (hi > NATIVE_MAX_MAPS)
-		hi = NATIVE_MAX_MAPS;
-	for (int i = 0; i < 9; i++) {
-		__u32 mid = (lo + hi) / 2;
-		const struct native_map *m;
-
-		if (lo >= hi)
-			break;
-		m = &p->maps[mid & (NATIVE_MAX_MAPS - 1)];
-		if (ip < m->start)
-			hi = mid;
-		else if (ip >= m->end)
-			lo = mid + 1;
-		else
-			return m;
-	}
-	return NULL;
+	if (s.len > NATIVE_MAX_MAPS)
+		s.len = NATIVE_MAX_MAPS;
+	if (!s.len)
+		return NULL;
+	bpf_loop(9, native_map_halve, &s, 0); /* log2(NATIVE_MAX_MAPS) + 1 */
+	m = &p->maps[s.base & (NATIVE_MAX_MAPS - 1)];
+	if (ip < m->start || ip >= m->end)
+		return NULL;
+	return m;
 }
 
 /* The row covering file address pc in rows [first, first + count): the
- * last whose pc is <= pc. 23 halvings cover NATIVE_ROWS_MAX. */
+ * last whose pc is <= pc. */
 static __always_inline const struct unwind_row *native_find_row(__u32 first, __u32 count, __u32 pc)
 {
-	__u32 lo = first, hi = first + count;
+	struct native_search s = {.key = pc, .base = first, .len = count};
 	const struct unwind_row *r;
+	__u32 idx;
 
-	if (!count || hi < first || hi > NATIVE_ROWS_MAX)
+	if (!count || first + count < first || first + count > NATIVE_ROWS_MAX)
 		return NULL;
-	for (int i = 0; i < 23; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		if (hi - lo <= 1)
-			break;
-		r = bpf_map_lookup_elem(&native_rows, &mid);
-		if (!r)
-			return NULL;
-		if (r->pc <= pc)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	r = bpf_map_lookup_elem(&native_rows, &lo);
+	bpf_loop(23, native_row_halve, &s, 0); /* log2(NATIVE_ROWS_MAX) + 1 */
+	idx = s.base;
+	r = bpf_map_lookup_elem(&native_rows, &idx);
 	if (!r || r->pc > pc)
 		return NULL;
 	return r;
@@ -146,7 +178,12 @@ static int native_step(__u32 i, void *data)
 		return 1;
 	c->out[idx] = c->ip;
 	c->n = i + 1;
-	m = native_find_map(c->proc, c->ip);
+	/* Callers are mostly in the callee's file (libpython calling
+	 * itself): try its mapping before searching. */
+	m = c->last;
+	if (!m || c->ip < m->start || c->ip >= m->end)
+		m = native_find_map(c->proc, c->ip);
+	c->last = m;
 	if (!m) {
 		c->cause = NATIVE_NO_MAP;
 		return 1;

@@ -8,3 +8,4 @@ here=$(dirname "$0")
 echo
 echo "== tracer overhead (scripts/bench_trace.sh)"
 "$here/bench_trace.sh"
+echo; echo "== --native in-kernel cost (scripts/bench_native.sh)"; "$here/bench_native.sh"

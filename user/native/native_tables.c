@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -90,6 +92,22 @@ void native_tables_free(struct native_tables *nt)
 	free(nt);
 }
 
+/* Room for one more element in *v (n used of *cap): 0, or -1. */
+static int room(void **v, size_t *cap, size_t n, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, ncap * elem);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
 static struct nfile *file_find(struct native_tables *nt, uint64_t dev, uint64_t ino)
 {
 	for (size_t i = 0; i < nt->nfiles; i++)
@@ -129,37 +147,24 @@ static int upload(struct native_tables *nt, uint32_t first, const struct unwind_
 /* Build and load the table of the file mapped at m in pid; the new cache
  * entry (with count 0 when no table could be made), or NULL when the cache
  * is full. */
-static struct nfile *file_add(struct native_tables *nt, pid_t pid, const struct proc_map *m,
-			      uint64_t deadline)
+static struct nfile *file_add_fd(struct native_tables *nt, const struct proc_map *m, int fd)
 {
 	struct diag d = {0};
 	struct unwind_table t;
 	struct elfsym *e = NULL;
 	struct nfile *f;
-	int fd;
 
-	if (nt->nfiles >= NATIVE_MAX_FILES)
+	if (nt->nfiles >= NATIVE_MAX_FILES) {
+		if (fd >= 0)
+			close(fd);
 		return NULL;
-	if (nt->nfiles == nt->fcap) {
-		size_t cap = nt->fcap ? nt->fcap * 2 : 64;
-		struct nfile *v = realloc(nt->files, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		nt->files = v;
-		nt->fcap = cap;
 	}
+	if (room((void **)&nt->files, &nt->fcap, nt->nfiles, sizeof(*nt->files)))
+		return NULL;
 	f = &nt->files[nt->nfiles++];
 	memset(f, 0, sizeof(*f));
 	f->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	f->ino = m->inode;
-	if (mono_ns() > deadline)
-		goto none;
-	/* The kernel's own handle on the mapping first (the very file, even
-	 * deleted or replaced); the name inside the target's root second. */
-	fd = proc_map_file_open(pid, m->start, m->end, &d);
-	if (fd < 0)
-		fd = proc_target_file_open(pid, m->path, &d);
 	e = fd >= 0 ? elfsym_open(fd, m->path, &d) : NULL;
 	if (!e)
 		goto none;
@@ -184,6 +189,62 @@ none:
 	nt->st.files_failed++;
 	elfsym_close(e);
 	return f;
+}
+
+/* The same for the file mapped at m in pid, opened by the kernel's own
+ * handle on the mapping first (the very file, even deleted or replaced),
+ * the name inside the target's root second; none once past the deadline. */
+static struct nfile *file_add(struct native_tables *nt, pid_t pid, const struct proc_map *m,
+			      uint64_t deadline)
+{
+	struct diag d = {0};
+	int fd = -1;
+
+	if (mono_ns() <= deadline) {
+		fd = proc_map_file_open(pid, m->start, m->end, &d);
+		if (fd < 0)
+			fd = proc_target_file_open(pid, m->path, &d);
+	}
+	return file_add_fd(nt, m, fd);
+}
+
+/*
+ * The vDSO (clock_gettime and friends, where time.time() spends its time)
+ * is the kernel's: one image for every 64-bit process of this boot, ours
+ * included. Its table is built from our own copy, through a memfd so that
+ * the one ELF reader reads it like any file. NULL if we have none or its
+ * size differs from the target's (not the same image).
+ */
+#define VDSO_KEY UINT64_MAX
+
+static struct nfile *vdso_file(struct native_tables *nt, const struct proc_map *tm)
+{
+	struct proc_maps self = {0};
+	struct proc_map m = {0};
+	struct diag d = {0};
+	struct nfile *f = file_find(nt, VDSO_KEY, VDSO_KEY);
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	int fd;
+
+	if (f || !base || proc_maps_read(getpid(), &self, &d))
+		return f;
+	for (size_t i = 0; i < self.n; i++)
+		if (!strcmp(self.v[i].path, "[vdso]") && self.v[i].start == base)
+			m = self.v[i];
+	proc_maps_free(&self);
+	if (!m.start || m.end - m.start != tm->end - tm->start)
+		return NULL;
+	fd = memfd_create("bpfpy-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, (const void *)base, m.end - m.start) != (ssize_t)(m.end - m.start)) {
+		close(fd);
+		return NULL;
+	}
+	m.path = "[vdso]";
+	m.dev_major = m.dev_minor = UINT32_MAX;
+	m.inode = VDSO_KEY;
+	return file_add_fd(nt, &m, fd);
 }
 
 /* The load bias of mapping m of file f: target address = file vaddr +
@@ -216,15 +277,8 @@ static struct nproc *proc_slot(struct native_tables *nt, pid_t pid, int create)
 			return &nt->procs[i];
 	if (!create)
 		return NULL;
-	if (nt->nprocs == nt->pcap) {
-		size_t cap = nt->pcap ? nt->pcap * 2 : 16;
-		struct nproc *v = realloc(nt->procs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		nt->procs = v;
-		nt->pcap = cap;
-	}
+	if (room((void **)&nt->procs, &nt->pcap, nt->nprocs, sizeof(*nt->procs)))
+		return NULL;
 	nt->procs[nt->nprocs] = (struct nproc){.pid = pid};
 	return &nt->procs[nt->nprocs++];
 }
@@ -255,15 +309,18 @@ int native_tables_attach(struct native_tables *nt, pid_t pid, struct diag *d)
 			continue;
 		out->start = m->start;
 		out->end = m->end;
-		/* Anonymous code (JIT, trampolines) and [vdso]: listed with
-		 * no table, so frame pointers there, not a lost stack. */
-		if (!proc_map_is_file(m) || !m->inode) {
+		/* Anonymous code (JIT, trampolines): listed with no table, so
+		 * frame pointers there, not a lost stack. */
+		if (!strcmp(m->path, "[vdso]")) {
+			f = vdso_file(nt, m);
+		} else if (!proc_map_is_file(m) || !m->inode) {
 			np->nmaps++;
 			continue;
+		} else {
+			f = file_find(nt, (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode);
+			if (!f)
+				f = file_add(nt, pid, m, deadline);
 		}
-		f = file_find(nt, (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode);
-		if (!f)
-			f = file_add(nt, pid, m, deadline);
 		if (f && f->count && !map_bias(f, m, &bias)) {
 			out->bias = bias;
 			out->first = f->first;
