@@ -4,7 +4,7 @@
 # (shared libpython with symbol tables), Debian's static /usr/bin/python3.11
 # (no frame pointers), sid 3.14/3.15 in the chroot (files named through the
 # chroot's root). Each target runs py/native_mix.py, which turns through
-# every case from <module>; ONE recording (8 s) of all of them (-p A,B,... --threads,
+# every case from <module>; ONE recording (12 s) of all of them (-p A,B,... --threads,
 # so one BPF load: under load the verifier alone takes tens of seconds)
 # is checked per pid by check/native_stacks.py:
 #
@@ -99,8 +99,8 @@ for label in "${LABELS[@]}"; do
 	read -r C0[$label] T0[$label] <"${REPORT[$label]}" 2>/dev/null
 done
 list=$(IFS=,; echo "${pids[*]}")
-echo "== record -p $list -d 8 --native --kernel --threads"
-bpfpy record -p "$list" -d 8 --native --kernel --threads >"$TMP/all.folded" 2>"$TMP/all.err"
+echo "== record -p $list -d 12 --native --kernel --threads"
+bpfpy record -p "$list" -d 12 --native --kernel --threads >"$TMP/all.folded" 2>"$TMP/all.err"
 rc=$?
 sed 's/^/    /' "$TMP/all.err"
 [[ $rc == 0 ]] || bad "record --native --kernel exited $rc"
@@ -110,18 +110,18 @@ for label in "${LABELS[@]}"; do
 	echo "== $label (pid $pid)"
 	[[ $rc == 0 ]] || continue
 	f=$TMP/all.folded
-	check qsort "$f" what="$label qsort" pid="$pid" min=10
-	check callback "$f" what="$label json_default" pid="$pid" leaf=on_default caller=json_default min=10
-	check callback "$f" what="$label re_sub" pid="$pid" leaf=on_match caller=re_sub min=10
-	check callback "$f" what="$label sorted_key" pid="$pid" leaf=on_key caller=sorted_key min=10
+	check qsort "$f" what="$label qsort" pid="$pid" min=8
+	check callback "$f" what="$label json_default" pid="$pid" leaf=on_default caller=json_default min=8
+	check callback "$f" what="$label re_sub" pid="$pid" leaf=on_match caller=re_sub min=8
+	check callback "$f" what="$label sorted_key" pid="$pid" leaf=on_key caller=sorted_key min=8
 	if [[ -n ${C0[$label]:-} ]] && read -r c1 t1 <"${REPORT[$label]}" && ((c1 > 0)); then
 		share=$(awk -v a="${C0[$label]}" -v b="${T0[$label]}" -v c="$c1" -v d="$t1" 'BEGIN { printf "%.4f", (c - a) / (d - b) }')
-		check burn "$f" what="$label burnmod" pid="$pid" share="$share" min=10
+		check burn "$f" what="$label burnmod" pid="$pid" share="$share" min=8
 	else
 		bad "$label: no burnmod figures from the target"
 	fi
-	check kernel "$f" what="$label page faults" pid="$pid" want=fault,clear_page py=page_faults min=10
-	check kernel "$f" what="$label os.read of a pipe" pid="$pid" want=pipe_read,vfs_read,ksys_read,copy_ py=pipe_read min=10
+	check kernel "$f" what="$label page faults" pid="$pid" want=fault,clear_page py=page_faults min=8
+	check kernel "$f" what="$label os.read of a pipe" pid="$pid" want=pipe_read,vfs_read,ksys_read,copy_ py=pipe_read min=8
 done
 
 # 5. pprof through the real client

@@ -165,7 +165,7 @@ elif mode == "burn":
                     print("  wrong callback stack: %d x %s" % (n, show(frames)))
     share = c / main_total if main_total else 0
     # 4 binomial sd of the share at this many samples, plus 0.02 for the
-    # window's edges (a turn of the target's loop is ~0.3 s of an 8 s run)
+    # window's edges (a turn of the target's loop is ~0.3 s of a 12 s run)
     tol = 4 * (want * (1 - want) / max(main_total, 1)) ** 0.5 + 0.02
     print("stat: burn_loop %d, inner %d of %d main-thread samples; share %.3f, measured %.3f"
           % (c, inner, main_total, share, want))
