@@ -27,6 +27,9 @@
 #    cannot pass.
 # 4. --kernel: kernel frames only on top of a stack; page_faults shows the
 #    fault path, pipe_read the read path, on top of their Python frames.
+# Samples whose native unwind the kernel lost (bpfpy marks them
+# [native unwind lost] and counts them) are left out of the shape checks and
+# may be at most 10% of a case.
 # 5. -f pprof (a second recording, two targets) read by the real client:
 #    `go tool pprof -traces` has qsort* and order_cb in one trace, -raw
 #    lists the libc.so.6 mapping.
