@@ -134,8 +134,8 @@ for label in pyenv-3.12 debian-3.11; do
 done
 if ((${#pp[@]})) && command -v go >/dev/null; then
 	f=$TMP/native.pb.gz
-	echo "== record -p $(IFS=,; echo "${pp[*]}") -d 3 --native -f pprof"
-	if bpfpy record -p "$(IFS=,; echo "${pp[*]}")" -d 3 --native -q -f pprof -o "$f"; then
+	echo "== record -p $(IFS=,; echo "${pp[*]}") -d 8 --native -f pprof"
+	if bpfpy record -p "$(IFS=,; echo "${pp[*]}")" -d 8 --native -q -f pprof -o "$f"; then
 		if go tool pprof -traces "$f" >"$f.traces" 2>"$f.err"; then
 			if awk '/^-+/ { if (q && o) f = 1; q = o = 0 } /qsort/ { q = 1 } /order_cb/ { o = 1 } END { exit !(f || (q && o)) }' "$f.traces"; then
 				ok "go tool pprof -traces shows qsort and order_cb in one trace"

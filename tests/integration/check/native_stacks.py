@@ -137,8 +137,11 @@ if mode == "qsort":
 elif mode == "callback":
     leaf, caller = args["leaf"], args["caller"]
     through = [(f, n) for f, n in stacks if any(x[0] == "python" and x[1] == leaf for x in f)]
-    good = wrong = 0
+    good = wrong = nlost = 0
     for frames, n in through:
+        if lost(frames):
+            nlost += n
+            continue
         i = [f[1] for f in frames].index(leaf)
         below = frames[:i]
         py_below = [f for f in below if f[0] == "python"]
@@ -149,6 +152,9 @@ elif mode == "callback":
             wrong += n
             if wrong <= 3 * n:
                 print("  wrong: %d x %s" % (n, show(frames)))
+    if nlost * 10 > good + wrong + nlost:
+        bad("%d of %d samples through %s lost their native unwind (> 10%%)"
+            % (nlost, good + wrong + nlost, leaf))
     if good + wrong < need:
         bad("only %d samples through %s (want >= %d)" % (good + wrong, leaf, need))
     elif wrong * 20 > good + wrong:
