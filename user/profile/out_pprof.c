@@ -119,8 +119,9 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	enum { S_SAMPLES, S_COUNT, S_CLOCK, S_NS, S_PID, S_TID, S_COMM, S_MAP, S_KMAP, S__N };
 	const char *extra[S__N] = {"samples", "count", p->clock,   "nanoseconds",      "pid",
 				   "tid",     "comm",  "[python]", "[kernel.kallsyms]"};
-	/* Mapping ids: 1 [python], 2.. the native files, then [kernel]. */
-	uint32_t nmaps = 2 + p->nmappings;
+	/* Mapping ids: 1 [python], 2.. the native files, then [kernel] if a
+	 * frame is the kernel's: a Python-only profile keeps its one mapping. */
+	uint32_t nmaps = 1 + p->nmappings;
 	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
 	uint64_t nlocids = 0, at = 0;
 	size_t nstr = p->nstrs + S__N + p->nthreads, len;
@@ -146,6 +147,11 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.values = calloc(2 * (size_t)p->nstacks + 1, sizeof(*b.values));
 	b.labels = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labels));
 	b.labelp = calloc(3 * (size_t)p->nthreads + 1, sizeof(*b.labelp));
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		if (p->funcs[i].kind == FRAME_KIND_KERNEL) {
+			nmaps++;
+			break;
+		}
 	b.maps = calloc(nmaps, sizeof(*b.maps));
 	b.mapp = calloc(nmaps, sizeof(*b.mapp));
 	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
@@ -245,7 +251,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 
 		perftools__profiles__mapping__init(m);
 		m->id = i + 1;
-		m->filename = SID(i ? S_KMAP : S_MAP);
+		m->filename = SID(i ? S_KMAP : S_MAP); /* the files' names below */
 		m->has_functions = m->has_filenames = m->has_line_numbers = 1;
 		if (i && i <= p->nmappings) { /* a native file: where it was */
 			const struct prof_mapping *pm = &p->mappings[i - 1];
