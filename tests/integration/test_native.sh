@@ -157,4 +157,9 @@ if ((${#pp[@]})) && command -v go >/dev/null; then
 else
 	bad "pprof part skipped: no pyenv-3.12/debian-3.11 target or no go toolchain"
 fi
+# The targets, ended here rather than by the exit trap, quietly.
+for label in "${LABELS[@]}"; do
+	kill -9 "${PID[$label]}" 2>/dev/null
+	wait "${PID[$label]}" 2>/dev/null
+done
 finish
