@@ -27,7 +27,7 @@ USER_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.h user/*/*/*.h))))
 USER_INC := $(addprefix -I,$(USER_DIRS))
 USER_HDRS := $(wildcard user/*/*.h user/*/*/*.h)
 CFLAGS += -std=gnu11 $(WARN) $(USER_INC) -Ibpf -I$(OUT)/bpf -D_GNU_SOURCE
-LDLIBS := -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -ljson-c -lprotobuf-c -lm -lpthread
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined

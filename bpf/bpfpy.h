@@ -142,6 +142,11 @@ struct frame_rec {
 	__u32 fingerprint; /* identity of the code object, see walk_fingerprint() */
 };
 
+/* frame_rec.instr bit 31: the frame is the last Python frame (towards the
+ * root) that one C-level call of the eval loop owns, so that native frames
+ * can be spliced (notes/native_spec.md). walk_instr_index() masks it off. */
+#define FRAME_INSTR_ENTRY (1u << 31)
+
 /*
  * Names of code objects, copied by the kernel the first time a sample shows
  * a (process, code address, fingerprint): BPF LRU hash code_names. Short-
@@ -205,14 +210,109 @@ struct sample_hdr {
 	 * was taken as the thread left the CPU at ts_ns and the record written
 	 * when it came back, weight_ns later, for the reason offcpu_reason. */
 	__u64 weight_ns;
-	__u8 offcpu_reason; /* enum offcpu_reason */
+	/* --native / --kernel (notes/native_spec.md): after the nframes
+	 * frame_rec come nnative user return addresses, then nkernel kernel
+	 * ones, each __u64, leaf first. 0 unless the sampler was loaded so. */
+	__u16 nnative;
+	__u16 nkernel;
+	__u32 native_flags; /* NATIVE_* below */
+	__u8 offcpu_reason; /* enum offcpu_reason, see weight_ns */
 	__u8 pad2[7];
+};
+
+/* sample_hdr.native_flags */
+#define NATIVE_TRUNCATED   (1u << 0) /* native stack deeper than NATIVE_MAX_DEPTH */
+#define NATIVE_FP_FALLBACK (1u << 1) /* a frame was found by frame pointer (no CFI) */
+#define NATIVE_LOST	   (1u << 2) /* unwinding stopped early; cause in bits 8-15 */
+#define KERNEL_TRUNCATED   (1u << 3) /* kernel stack deeper than KERNEL_MAX_DEPTH */
+#define NATIVE_CAUSE_SHIFT 8	     /* (native_flags >> 8) & 0xff: enum native_cause */
+#define NATIVE_CAUSE(f)	   (((f) >> NATIVE_CAUSE_SHIFT) & 0xff)
+
+#define NATIVE_MAX_DEPTH 128 /* native frames per sample */
+#define KERNEL_MAX_DEPTH 64  /* kernel frames per sample */
+#define NATIVE_MAX_MAPS	 256 /* executable mappings per process with a table */
+
+/* Why native unwinding stopped before the stack's end (NATIVE_LOST), and
+ * the other native counters: BPF per-CPU array native_counters. */
+enum native_cause {
+	NATIVE_OK = 0,
+	NATIVE_NO_PROC,	    /* the process has no native maps (not attached) */
+	NATIVE_NO_MAP,	    /* an address in no mapping with a table: dlopen, JIT */
+	NATIVE_READ,	    /* the stack (return address, saved rbp) unreadable */
+	NATIVE_BAD_FRAME,   /* CFA not above the stack pointer, or RA 0 mid-stack */
+	NATIVE_UNSUPPORTED, /* a CFI rule the unwinder does not follow (expression) */
+	NATIVE_NO_REGS,	    /* no user registers (kernel thread, exiting task) */
+	NATIVE_CAUSE__COUNT,
+};
+
+enum native_counter {
+	NCNT_SAMPLES = 0,   /* samples unwound */
+	NCNT_FRAMES,	    /* native frames emitted */
+	NCNT_FP_FRAMES,	    /* of which by frame pointer */
+	NCNT_TRUNCATED,	    /* deeper than NATIVE_MAX_DEPTH */
+	NCNT_NS,	    /* ns spent in native unwinding */
+	NCNT_KERNEL_FRAMES, /* kernel frames emitted */
+	NCNT_LOST_BASE,	    /* + enum native_cause */
+	NCNT__COUNT = NCNT_LOST_BASE + NATIVE_CAUSE__COUNT,
+};
+
+/*
+ * Unwind tables (user/native/unwind_tables.c builds them from .eh_frame /
+ * .debug_frame with libdw). One row says how to find the caller from any pc
+ * in [pc, next row's pc), pc being the file's virtual address (ip - bias).
+ * All tables live in one BPF array native_rows, each file's rows sorted
+ * and contiguous: processes mapping the same file share them.
+ */
+enum unwind_cfa {
+	UNW_CFA_NONE = 0,	 /* no CFI here: frame-pointer fallback (kind & 7) */
+	UNW_CFA_RSP = 1,	 /* CFA = rsp + cfa_off */
+	UNW_CFA_RBP = 2,	 /* CFA = rbp + cfa_off */
+	UNW_CFA_PLT = 3,	 /* .plt: CFA = rsp + 8 + ((ip & 15) >= cfa_off ? 8 : 0) */
+	UNW_CFA_END = 4,	 /* outermost frame (return address undefined): stop */
+	UNW_CFA_UNSUPPORTED = 5, /* DWARF expression, RA not at CFA-8, ...: stop */
+};
+
+enum unwind_rbp {
+	UNW_RBP_SAME = 0,  /* caller's rbp is ours */
+	UNW_RBP_CFA = 1,   /* caller's rbp saved at CFA + rbp_off * 8 */
+	UNW_RBP_UNDEF = 2, /* caller's rbp not recoverable: keep ours (unused later) */
+};
+
+/* unwind_row.kind: bit 3 set, cfa_off counts 8-byte words (big frames) */
+#define UNW_CFA_SCALED 8
+
+struct unwind_row {
+	__u32 pc;      /* file vaddr where the row starts */
+	__u8 kind;     /* enum unwind_cfa | UNW_CFA_SCALED | enum unwind_rbp << 4 */
+	__s8 rbp_off;  /* in 8-byte words from the CFA */
+	__u16 cfa_off; /* bytes (words if UNW_CFA_SCALED); PLT: the ip & 15 threshold */
+};
+
+#define NATIVE_ROWS_MAX (1u << 22) /* rows of every table together (32 MiB) */
+
+/* One executable mapping of a process: ip in [start, end) has file vaddr
+ * ip - bias, looked up in rows [first, first + count) of native_rows. */
+struct native_map {
+	__u64 start, end;
+	__u64 bias;
+	__u32 first, count; /* count 0: no table (frame pointers only) */
+};
+
+/* Per process (BPF hash native_procs, key host tgid): its executable
+ * mappings, sorted by start, non-overlapping. */
+struct native_proc {
+	__u32 nmaps;
+	__u32 pad;
+	struct native_map maps[NATIVE_MAX_MAPS];
 };
 
 /* A whole ring-buffer record, as built in per-CPU scratch before output. */
 struct sample_buf {
 	struct sample_hdr hdr;
 	struct frame_rec frames[BPFPY_MAX_DEPTH];
+	/* Room for the native and kernel addresses, which follow frames[nframes]
+	 * directly (so they start inside frames[] when the stack is short). */
+	__u64 native_room[NATIVE_MAX_DEPTH + KERNEL_MAX_DEPTH];
 };
 
 /* Per-CPU counters, index = enum counter. */

@@ -172,6 +172,10 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
  */
 WALK_INLINE __s32 walk_instr_index(const struct py_offsets *o, __s32 raw)
 {
+	/* Drop FRAME_INSTR_ENTRY: the value is sign-extended from bit 30, so
+	 * that f_lasti -1 (<= 3.10, all bits set with or without the mark)
+	 * stays -1. */
+	raw = (__s32)((__u32)raw << 1) >> 1;
 	if (o->frame_model == FRAME_MODEL_OBJECT) {
 		if (raw < 0)
 			return -1;
@@ -181,6 +185,14 @@ WALK_INLINE __s32 walk_instr_index(const struct py_offsets *o, __s32 raw)
 	if (raw < 0)
 		return raw >= -2 ? -1 : -2;
 	return raw / 2;
+}
+
+/* Mark the last frame written as the last one its eval-loop call owns
+ * (FRAME_INSTR_ENTRY, see bpfpy.h): the native splice's delimiter. */
+WALK_INLINE void walk_mark_entry(struct walk_state *w)
+{
+	if (w->n)
+		w->out[(w->n - 1) & (BPFPY_MAX_DEPTH - 1)].instr |= (__s32)FRAME_INSTR_ENTRY;
 }
 
 /*
@@ -201,6 +213,7 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	 * version has no such rule, or when no frame was visited). A chain
 	 * that ends elsewhere was torn or cut: an error, not a stack. */
 	if (!frame || frame == w->base_frame) {
+		walk_mark_entry(w); /* the root frame ends the outermost eval call */
 		if (!frame && w->base_frame)
 			w->err = WALK_ERR_NO_BASE;
 		else if (!frame && !w->bottom_ok)
@@ -226,8 +239,10 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	w->bottom_ok = !w->bottom_mask ||
 		       ((w->bottom_mask >> (s->fbuf[w->bottom_off & WALK_FBUF_MASK] & 7)) & 1);
 	owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
-	if ((w->skip_owners >> (owner & 7)) & 1)
+	if ((w->skip_owners >> (owner & 7)) & 1) {
+		walk_mark_entry(w); /* 3.12+: an entry shim ends one eval call */
 		return 0;
+	}
 	code = walk_u64(s->fbuf, o->frame_code, WALK_FBUF_MASK) & w->code_mask;
 	if (code && code == w->skip_code)
 		return 0;
@@ -243,6 +258,9 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	rec->code = code;
 	rec->instr = (__s32)(walk_u64(s->fbuf, o->frame_instr, WALK_FBUF_MASK) -
 			     (code & w->instr_base_mask));
+	/* <= 3.10: one eval call per frame; 3.11: the frame is_entry. */
+	if (!w->instr_base_mask || (w->bottom_mask && w->bottom_ok))
+		rec->instr |= (__s32)FRAME_INSTR_ENTRY;
 	rec->fingerprint = walk_fingerprint(s->cbuf, o);
 	w->n = n + 1;
 	return 0;

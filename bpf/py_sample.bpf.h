@@ -122,6 +122,7 @@ struct sample_req {
 	__u32 probe_id;
 	__u32 pad1;
 	__u64 args[2];
+	void *ctx; /* the program's context, for bpf_get_stack (--kernel); may be NULL */
 };
 
 struct find_ctx {
@@ -278,6 +279,12 @@ static int name_step(__u32 i, void *data)
 	return 0;
 }
 
+#ifdef BPFPY_NATIVE
+/* bpf/native_unwind.bpf.h: native and kernel addresses after the frames. */
+static __always_inline void native_append(const struct sample_req *q, struct sample_scratch *sc,
+					  __u32 n);
+#endif
+
 /*
  * Take one sample of the request's thread and emit it: frames leaf first,
  * or an error record (SAMPLE_ERROR, no frames) when the walk failed or the
@@ -335,8 +342,15 @@ static __always_inline int sample_thread(const struct sample_req *q)
 		bpf_loop(BPFPY_MAX_DEPTH, name_step, &nc, 0);
 		count_add(CNT_NAMED, nc.named);
 	}
+	h->nnative = 0;
+	h->nkernel = 0;
+	h->native_flags = 0;
+#ifdef BPFPY_NATIVE
+	native_append(q, sc, n);
+#endif
 	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
-	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec);
+	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec) +
+	       ((__u64)h->nnative + h->nkernel) * sizeof(__u64);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	ret = SAMPLE_OUTPUT(q, &sc->buf, size);

@@ -17,8 +17,11 @@ struct bpf_reader {
 #define WALK_READ(r, dst, size, addr)                                                              \
 	((void)(r), bpf_probe_read_user((dst), (size), (const void *)(addr)))
 
+#define BPFPY_NATIVE 1 /* --native, --kernel: bpf/native_unwind.bpf.h */
+
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "native_unwind.bpf.h"
 #include "task_ids.bpf.h"
 #include "exec_watch.bpf.h"
 
@@ -37,10 +40,9 @@ int on_cpu_tick(struct bpf_perf_event_data *ctx)
 	__u64 start = bpf_ktime_get_ns();
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct bpf_reader r = {};
-	struct sample_req q = {.reader = &r, .start_ns = start};
+	struct sample_req q = {.reader = &r, .start_ns = start, .ctx = ctx};
 	struct proc_config *cfg;
 
-	(void)ctx;
 	if (!pid)
 		return 0;
 	cfg = bpf_map_lookup_elem(&proc_configs, &pid);

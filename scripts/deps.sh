@@ -3,7 +3,8 @@
 # missing:
 #
 #   scripts/deps.sh build   make, make install: compiler, clang/llvm (BPF),
-#                           libbpf, bpftool, libelf, zlib, json-c, protobuf-c
+#                           libbpf, bpftool, libelf, libdw, zlib, json-c,
+#                           protobuf-c
 #   scripts/deps.sh run     make run: build, plus python3 (Debian's CPython,
 #                           the interpreter the oracle's default job runs
 #                           when scripts/targets.sh finds no newer one)
@@ -27,8 +28,9 @@ BUILD=(
 	gcc libc6-dev make pkg-config
 	# BPF objects and their skeletons
 	clang llvm libbpf-dev bpftool
-	# link: -lbpf -lelf -lz -ljson-c -lprotobuf-c
-	libelf-dev zlib1g-dev libjson-c-dev libprotobuf-c-dev
+	# link: -lbpf -ldw -lelf -lz -ljson-c -lprotobuf-c (libdw: the CFI reader
+	# of --native's unwind tables)
+	libdw-dev libelf-dev zlib1g-dev libjson-c-dev libprotobuf-c-dev
 )
 RUN=(python3)
 UNIT=(libcmocka-dev)

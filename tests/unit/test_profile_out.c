@@ -25,15 +25,26 @@
 
 #define PERIOD 10000000ull /* 10 ms */
 
-static const struct sym_frame F_MAIN = {"main", "/srv/app.py", 10, 1};
-static const struct sym_frame F_RUN = {"Server.run", "/srv/app.py", 20, 18};
-static const struct sym_frame F_HELLO = {"h\xc3\xa9llo", "/srv/app.py", 31, 30};
-static const struct sym_frame F_SEMI = {"semi;colon", "/srv/weird.py", 5, 4};
-static const struct sym_frame F_MARK = {"<&>\"'", "/srv/weird.py", 7, 6};
-static const struct sym_frame F_FIB = {"fib", "/srv/fib.py", 3, 1};
-static const struct sym_frame F_JSON = {"dumps", "/usr/lib/python3.11/json/__init__.py", 231, 183};
-static const struct sym_frame F_REQ = {"Session.get", "/venv/site-packages/requests/s.py", 600,
-				       590};
+static const struct sym_frame F_MAIN = {
+    .name = "main", .file = "/srv/app.py", .line = 10, .firstlineno = 1};
+static const struct sym_frame F_RUN = {
+    .name = "Server.run", .file = "/srv/app.py", .line = 20, .firstlineno = 18};
+static const struct sym_frame F_HELLO = {
+    .name = "h\xc3\xa9llo", .file = "/srv/app.py", .line = 31, .firstlineno = 30};
+static const struct sym_frame F_SEMI = {
+    .name = "semi;colon", .file = "/srv/weird.py", .line = 5, .firstlineno = 4};
+static const struct sym_frame F_MARK = {
+    .name = "<&>\"'", .file = "/srv/weird.py", .line = 7, .firstlineno = 6};
+static const struct sym_frame F_FIB = {
+    .name = "fib", .file = "/srv/fib.py", .line = 3, .firstlineno = 1};
+static const struct sym_frame F_JSON = {.name = "dumps",
+					.file = "/usr/lib/python3.11/json/__init__.py",
+					.line = 231,
+					.firstlineno = 183};
+static const struct sym_frame F_REQ = {.name = "Session.get",
+				       .file = "/venv/site-packages/requests/s.py",
+				       .line = 600,
+				       .firstlineno = 590};
 
 /* Stacks, leaf first, and how often each thread takes them. */
 struct spec {
@@ -756,7 +767,8 @@ static void test_format_from_path(void **state)
 static void test_model(void **state)
 {
 	struct profile *p = profile_new(1000, "wall");
-	struct sym_frame fr[3] = {F_FIB, F_FIB, {"bad\xff\xfe", "/x.py", 1, 1}};
+	struct sym_frame fr[3] = {
+	    F_FIB, F_FIB, {.name = "bad\xff\xfe", .file = "/x.py", .line = 1, .firstlineno = 1}};
 	struct sym_sample s = {5, 1, 2, 0, SAMPLE_IDLE, 3, fr};
 	char label[256];
 

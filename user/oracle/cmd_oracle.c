@@ -39,7 +39,9 @@ static const char doc[] =
     "MODES. ptrace (the reference: every thread seized once, then interrupted, read, "
     "continued per sample), live (the same reader, nothing stopped), bpf (the in-kernel "
     "sampler on the cpu clock; --rate 0 or a rate above kernel.perf_event_max_sample_rate "
-    "runs at that maximum, said in the header; --poisson thins a 8x faster clock), bpf-wall "
+    "runs at that maximum, said in the header; --poisson thins a 8x faster clock), bpf-native "
+    "(the same with --native unwinding on: the in-kernel cost includes it; the rules see "
+    "the Python frames), bpf-wall "
     "(task-iterator snapshots of every thread on the schedule), external:CMD (see below), "
     "cpython-live and cpython-blocking (CPython 3.15's own _remote_debugging unwinder, "
     "through scripts/oracle_cpython_unwinder.py, run by the target's interpreter).\n"
@@ -115,7 +117,8 @@ enum {
 static const struct argp_option options[] = {
     {"snippet", OPT_SNIPPET, "NAME|PATH", 0, "A case (repeatable; default: all)", 0},
     {"mode", OPT_MODE, "MODE", 0,
-     "ptrace, live, bpf, bpf-wall, external:CMD, cpython-live, cpython-blocking (repeatable; "
+     "ptrace, live, bpf, bpf-native, bpf-wall, external:CMD, cpython-live, cpython-blocking "
+     "(repeatable; "
      "default ptrace, live, bpf)",
      0},
     {"reference-mode", OPT_REF, "MODE", 0,
@@ -164,6 +167,7 @@ static int mode_resolve(const char *arg, struct oracle_mode *m)
 	} known[] = {{"ptrace", MODE_PTRACE},
 		     {"live", MODE_LIVE},
 		     {"bpf", MODE_BPF},
+		     {"bpf-native", MODE_BPF},
 		     {"bpf-wall", MODE_BPF_WALL}};
 
 	if (!oracle_reference_mode(arg, m))

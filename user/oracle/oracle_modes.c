@@ -644,6 +644,9 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 				      : pl->bpf_rate_hz,
 	    .poisson = (pl->o->poisson || w->mode->low) && !wall,
 	    .wall = wall,
+	    /* bpf-native: the rules judge the Python frames; native ones are
+	     * not theirs to name, only their cost is in the figures. */
+	    .native = !strcmp(w->mode->name, "bpf-native"),
 	};
 	struct bpf_sampler *s = NULL;
 	struct bpf_ctx c = {.w = w, .r = r, .cache = cache, .wall = wall};

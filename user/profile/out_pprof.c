@@ -46,8 +46,8 @@ struct build {
 	PProfile prof;
 	PValueType vt[5]; /* samples/count, clock|cpu/ns, period type, off-cpu/ns, wall/ns */
 	PValueType *vtp[4];
-	PMapping map;
-	PMapping *mapp;
+	PMapping *maps; /* [python], each native file, [kernel] */
+	PMapping **mapp;
 	char **strtab;
 	PFunction *funcs;
 	PFunction **funcp;
@@ -94,6 +94,8 @@ static void build_free(struct build *b)
 	for (uint32_t i = 0; b->rooted && b->rooted[i] != (char *)-1; i++)
 		free(b->rooted[i]);
 	free(b->rooted);
+	free(b->maps);
+	free(b->mapp);
 }
 
 static int gzip_to(FILE *f, const uint8_t *data, size_t len)
@@ -123,6 +125,23 @@ static int gzip_to(FILE *f, const uint8_t *data, size_t len)
 	return 0;
 }
 
+/* A native or kernel Location: its file's Mapping, and an address in it
+ * (the function's, placed as files whose text has p_vaddr == p_offset are,
+ * which is every library a compiler toolchain links). */
+static void pprof_native_location(const struct profile *p, const struct prof_func *fn, PLocation *l,
+				  uint32_t nmaps)
+{
+	if (fn->kind == FRAME_KIND_KERNEL) {
+		l->mapping_id = nmaps;
+		l->address = fn->addr;
+	} else if (fn->kind == FRAME_KIND_NATIVE && fn->mapping) {
+		const struct prof_mapping *pm = &p->mappings[fn->mapping - 1];
+
+		l->mapping_id = fn->mapping + 1;
+		l->address = pm->start - pm->offset + fn->addr;
+	}
+}
+
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
 {
 	/* Strings of our own, after the profile's interned ones. */
@@ -145,14 +164,33 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		S_THREAD,
 		S_THREAD_NAME,
 		S_REASON,
+		S_KMAP,
 		S_REASONS, /* OFFCPU__COUNT names from here */
 		S__N = S_REASONS + OFFCPU__COUNT,
 	};
-	const char *extra[S_REASONS] = {
-	    "samples", "count",	   p->clock, "nanoseconds", "pid",	   "tid",
-	    "comm",    "[python]", "gil",    "held",	    "idle",	   "yes",
-	    "cpu",     "off-cpu",  "wall",   "thread",	    "thread_name", "off_cpu_reason"};
+	const char *extra[S_REASONS] = {"samples",
+					"count",
+					p->clock,
+					"nanoseconds",
+					"pid",
+					"tid",
+					"comm",
+					"[python]",
+					"gil",
+					"held",
+					"idle",
+					"yes",
+					"cpu",
+					"off-cpu",
+					"wall",
+					"thread",
+					"thread_name",
+					"off_cpu_reason",
+					"[kernel.kallsyms]"};
 	uint32_t nvals = p->weighted ? 4 : 2;
+	/* Mapping ids: 1 [python], 2.. the native files, then [kernel] if a
+	 * frame is the kernel's: a Python-only profile keeps its one mapping. */
+	uint32_t nmaps = 1 + p->nmappings;
 	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
 	uint64_t nlocids = 0, at = 0, nsamples = 0, nrooted = 0;
 	uint32_t lgil = LABELS_THREAD * p->nthreads, lidle = lgil + 1;
@@ -191,9 +229,16 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.rooted = calloc(p->nfuncs + 1, sizeof(*b.rooted));
 	if (b.rooted)
 		b.rooted[p->nfuncs] = (char *)-1;
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		if (p->funcs[i].kind == FRAME_KIND_KERNEL) {
+			nmaps++;
+			break;
+		}
+	b.maps = calloc(nmaps, sizeof(*b.maps));
+	b.mapp = calloc(nmaps, sizeof(*b.mapp));
 	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
 	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp ||
-	    !b.tnames || !b.rooted) {
+	    !b.tnames || !b.rooted || !b.maps || !b.mapp) {
 		diag_errno(d, ENOMEM, "pprof output");
 		goto out;
 	}
@@ -247,6 +292,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 			ln->function_id = p->frames[i].func + 1;
 			ln->line = p->frames[i].line;
 		}
+		pprof_native_location(p, &p->funcs[ln->function_id - 1], l, nmaps);
 		b.linep[i] = ln;
 		l->n_line = 1;
 		l->line = &b.linep[i];
@@ -365,15 +411,29 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 
 	/* One mapping that says every location is already symbolized; without
 	 * it pprof looks for a binary to symbolize against and complains. */
-	perftools__profiles__mapping__init(&b.map);
-	b.map.id = 1;
-	b.map.filename = SID(S_MAP);
-	b.map.has_functions = b.map.has_filenames = b.map.has_line_numbers = 1;
-	b.mapp = &b.map;
+	for (uint32_t i = 0; i < nmaps; i++) {
+		PMapping *m = &b.maps[i];
+
+		perftools__profiles__mapping__init(m);
+		m->id = i + 1;
+		m->filename = SID(i ? S_KMAP : S_MAP); /* the files' names below */
+		m->has_functions = m->has_filenames = m->has_line_numbers = 1;
+		if (i && i <= p->nmappings) { /* a native file: where it was */
+			const struct prof_mapping *pm = &p->mappings[i - 1];
+
+			m->filename = pm->file;
+			m->build_id = pm->build_id;
+			m->memory_start = pm->start;
+			m->memory_limit = pm->limit;
+			m->file_offset = pm->offset;
+			m->has_line_numbers = 0;
+		}
+		b.mapp[i] = m;
+	}
 
 	perftools__profiles__profile__init(&b.prof);
-	b.prof.n_mapping = 1;
-	b.prof.mapping = &b.mapp;
+	b.prof.n_mapping = nmaps;
+	b.prof.mapping = b.mapp;
 	b.prof.n_sample_type = nvals;
 	b.prof.sample_type = b.vtp;
 	b.prof.n_sample = nsamples;

@@ -9,7 +9,9 @@
  *   pid, tid, cpu := decimal  -- host ids
  *   flags  := decimal      -- SAMPLE_* bits of bpf/bpfpy.h
  *   stack  := "-" | frame *( ";" frame )   -- LEAF FIRST; "-": no frames
- *   frame  := qualname " (" file ":" line ")"
+ *   frame  := qualname " (" file ":" line ")" [kind]
+ *   kind   := " [native]" | " [kernel]"   -- --native/--kernel: file is
+ *             the library (module, "" for vmlinux), line 0
  *   line   := decimal, possibly negative (-1: before the first instruction)
  *
  * The first five fields never contain a space, so a reader splits on the
@@ -33,6 +35,12 @@ static void put_clean(FILE *f, const char *s)
 	}
 }
 
+static void put_kind(FILE *f, int kind)
+{
+	if (kind == FRAME_KIND_NATIVE || kind == FRAME_KIND_KERNEL)
+		fputs(kind == FRAME_KIND_NATIVE ? " [native]" : " [kernel]", f);
+}
+
 static void put_head(FILE *f, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t flags)
 {
 	fprintf(f, "%llu %u %u %u %u ", (unsigned long long)ts, pid, tid, cpu, flags);
@@ -52,6 +60,7 @@ int raw_write_sample(FILE *f, const struct sym_sample *s)
 		fputs(" (", f);
 		put_clean(f, fr->file);
 		fprintf(f, ":%d)", fr->line);
+		put_kind(f, fr->kind);
 	}
 	putc('\n', f);
 	return ferror(f) ? -1 : 0;
@@ -115,6 +124,7 @@ int raw_write_profile(FILE *f, const struct profile *p, struct diag *d)
 			fputs(" (", f);
 			put_clean(f, profile_str(p, fn->file));
 			fprintf(f, ":%d)", fr->line);
+			put_kind(f, (int)fn->kind);
 		}
 		putc('\n', f);
 	}

@@ -55,7 +55,16 @@ static void put_frames(FILE *f, const struct profile *p, int no_lines)
 		const char *file = profile_str(p, fn->file);
 
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
-		put_str(f, profile_str(p, fn->name));
+		if (fn->kind == FRAME_KIND_NATIVE || fn->kind == FRAME_KIND_KERNEL) {
+			/* The format has no kinds: the name says it, file is the lib. */
+			char nm[512];
+
+			snprintf(nm, sizeof(nm), "%s [%s]", profile_str(p, fn->name),
+				 fn->kind == FRAME_KIND_NATIVE ? "native" : "kernel");
+			put_str(f, nm);
+		} else {
+			put_str(f, profile_str(p, fn->name));
+		}
 		if (*file) {
 			fputs(",\"file\":", f);
 			put_str(f, file);

@@ -160,7 +160,11 @@ static void node_color(const struct profile *p, const struct node *nd, int no_li
 	hn = str_hash(name);
 	sat = 65 + (int)(hn % 20);
 	light = 55 + (int)((hn >> 8) % 15);
-	if (!*file) {
+	if (fn->kind == FRAME_KIND_NATIVE) { /* C code: violet, by library */
+		hue = 255 + (int)(hf % 40);
+	} else if (fn->kind == FRAME_KIND_KERNEL) { /* the kernel: magenta */
+		hue = 315 + (int)(hn % 25);
+	} else if (!*file) {
 		snprintf(buf, len, "rgb(170,170,170)");
 		return;
 	} else if (strstr(file, "site-packages") || strstr(file, "dist-packages")) {

@@ -7,6 +7,7 @@
  * so nothing is stored twice and the writers can index per-id arrays.
  */
 #include "profile.h"
+#include "native_symbols.h"
 #include "text_escape.h"
 
 #include <errno.h>
@@ -175,6 +176,23 @@ static int func_eq(const struct profile *p, uint32_t id, const void *key)
 	return !memcmp(&p->funcs[id], key, sizeof(struct prof_func));
 }
 
+/* The Mapping of a native frame's file, one per path (linear: a profile
+ * meets tens of libraries, and only on a function's first sample). */
+static uint32_t intern_mapping(struct profile *p, const struct native_lib *l)
+{
+	uint32_t file = intern_str(p, l->path), bid = intern_str(p, l->build_id);
+
+	if (file == UINT32_MAX || bid == UINT32_MAX)
+		return 0;
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		if (p->mappings[i].file == file)
+			return i + 1;
+	if (grow((void **)&p->mappings, &p->cap_mappings, p->nmappings + 1, sizeof(*p->mappings)))
+		return 0;
+	p->mappings[p->nmappings] = (struct prof_mapping){file, bid, l->start, l->limit, l->offset};
+	return ++p->nmappings;
+}
+
 static uint32_t intern_func(struct profile *p, const struct sym_frame *f)
 {
 	struct prof_func k;
@@ -185,6 +203,10 @@ static uint32_t intern_func(struct profile *p, const struct sym_frame *f)
 	k.name = intern_str(p, f->name && *f->name ? f->name : "[unknown]");
 	k.file = intern_str(p, f->file);
 	k.firstlineno = f->firstlineno;
+	k.kind = (uint32_t)f->kind;
+	k.addr = f->addr;
+	if (f->lib)
+		k.mapping = intern_mapping(p, f->lib);
 	if (k.name == UINT32_MAX || k.file == UINT32_MAX || ix_reserve(&p->ifunc))
 		return UINT32_MAX;
 	h = (uint32_t)fnv(FNV_INIT, &k, sizeof(k));
@@ -410,7 +432,7 @@ static uint32_t stack_of(struct profile *p, const struct sym_sample *s, uint32_t
 	uint32_t th;
 
 	if ((s->flags & SAMPLE_TRUNCATED) && n) {
-		struct sym_frame tf = {PROFILE_TRUNCATED_NAME, "", 0, 0};
+		struct sym_frame tf = {.name = PROFILE_TRUNCATED_NAME, .file = ""};
 
 		ids[n] = intern_frame(p, &tf);
 		if (ids[n] == UINT32_MAX)
@@ -929,6 +951,7 @@ void profile_free(struct profile *p)
 	free(p->stacks);
 	free(p->threads);
 	free(p->comms);
+	free(p->mappings);
 	free(p->istr.slots);
 	free(p->ifunc.slots);
 	free(p->iframe.slots);
@@ -951,7 +974,11 @@ char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, i
 
 	char raw[4096];
 
-	if (!*file)
+	if (fn->kind == FRAME_KIND_NATIVE || fn->kind == FRAME_KIND_KERNEL)
+		/* No line: the same label with or without no_lines. */
+		snprintf(raw, sizeof(raw), "%s%s%s%s %s", name, *file ? " (" : "", file,
+			 *file ? ")" : "", fn->kind == FRAME_KIND_NATIVE ? "[native]" : "[kernel]");
+	else if (!*file)
 		snprintf(raw, sizeof(raw), "%s", name);
 	else if (no_lines)
 		snprintf(raw, sizeof(raw), "%s (%s)", name, file);

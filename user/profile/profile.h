@@ -21,12 +21,27 @@
 #include "bpfpy.h"
 #include "diag.h"
 
+/* What a frame is (sym_frame.kind, prof_func.kind). Python frames are 0,
+ * so every writer that knows no other kind keeps working. */
+enum frame_kind {
+	FRAME_KIND_PYTHON = 0,
+	FRAME_KIND_NATIVE, /* user-space machine code: file is the library's name */
+	FRAME_KIND_KERNEL, /* file is the module's name, "" for vmlinux */
+	FRAME_KIND_MARK,   /* a note in the stack, e.g. "[native unwind lost]" */
+};
+
+struct native_lib;
+
 /* One symbolized frame. name is the qualname, e.g. "Class.method". */
 struct sym_frame {
 	const char *name;
 	const char *file;
 	int line;
 	int firstlineno;
+	/* --native / --kernel (user/native/splice.c); zero for Python. */
+	int kind;		      /* enum frame_kind */
+	const struct native_lib *lib; /* native: the mapped file, for pprof */
+	uint64_t addr;		      /* native, kernel: the function's address in its file */
 };
 
 /* One symbolized sample, as the symbolizer hands it to the profile. */
@@ -48,6 +63,16 @@ struct sym_sample {
 struct prof_func {
 	uint32_t name, file; /* string ids */
 	int firstlineno;
+	uint32_t kind;	  /* enum frame_kind */
+	uint64_t addr;	  /* native, kernel: sym_frame.addr */
+	uint32_t mapping; /* native: index into mappings + 1; 0 none */
+	uint32_t spare;	  /* no padding: funcs are compared with memcmp */
+};
+
+/* A native frame's file, as pprof's Mapping (first process it was seen in). */
+struct prof_mapping {
+	uint32_t file, build_id; /* string ids: the path, the hex build id */
+	uint64_t start, limit, offset;
 };
 
 struct prof_frame {
@@ -118,6 +143,8 @@ struct profile {
 	uint32_t nthreads, cap_threads;
 	struct prof_comm *comms;
 	uint32_t ncomms, cap_comms;
+	struct prof_mapping *mappings;
+	uint32_t nmappings, cap_mappings;
 	struct prof_index istr, ifunc, iframe, istack, ithread;
 
 	uint64_t total;	     /* samples aggregated */

@@ -757,3 +757,37 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 				p.ver, o->code_read_size, BPFPY_CODE_BUF);
 	return 0;
 }
+
+/* Every supported minor runs Python frames in one C function; a minor that
+ * renames it (or the tail-calling interpreter of 3.14+ clang builds, which
+ * spreads it over one function per instruction) gets its own row. */
+static const struct {
+	unsigned min_minor, max_minor;
+	const char *name;
+} eval_functions[] = {
+    {8, PY_OFFSETS_MAX_MINOR, "_PyEval_EvalFrameDefault"},
+};
+
+int py_native_is_eval(uint32_t hex, const char *sym)
+{
+	if (!sym || PY_MAJOR(hex) != 3)
+		return 0;
+	for (size_t i = 0; i < sizeof(eval_functions) / sizeof(eval_functions[0]); i++) {
+		size_t n = strlen(eval_functions[i].name);
+
+		if (PY_MINOR(hex) < eval_functions[i].min_minor ||
+		    PY_MINOR(hex) > eval_functions[i].max_minor ||
+		    strncmp(sym, eval_functions[i].name, n))
+			continue;
+		/* The function itself, or a part GCC split off (name.suffix). */
+		if (sym[n] == 0 || sym[n] == '.')
+			return 1;
+	}
+	return 0;
+}
+
+const char *py_native_eval_name(size_t i)
+{
+	return i < sizeof(eval_functions) / sizeof(eval_functions[0]) ? eval_functions[i].name
+								      : NULL;
+}

@@ -144,6 +144,21 @@ static inline const char *py_eval_frame_symbol(uint32_t hex)
 }
 
 /*
+ * --native splicing (user/native/splice.c): is native function sym one
+ * C-level call of the evaluation loop, which runs the Python frames up to
+ * the next entry marker (FRAME_INSTR_ENTRY)? On 3.8-3.15 that is
+ * _PyEval_EvalFrameDefault, with any compiler-made part of it (GCC's
+ * ".cold", ".part.N", ".lto_priv.N", ".constprop.N", ".isra.N"). Its
+ * callers (_PyEval_EvalFrame, _PyEval_Vector, PyEval_EvalFrameEx) own no
+ * frame and stay native frames.
+ */
+int py_native_is_eval(uint32_t hex, const char *sym);
+/* The i-th name of an eval-loop function of any version, NULL past the
+ * last: for the symbolizer, which names parts of them in stripped files
+ * before it knows a process's version. */
+const char *py_native_eval_name(size_t i);
+
+/*
  * API symbols each release added, newest first: the major.minor of a
  * binary without Py_Version (before 3.11) when its file name says nothing.
  * A binary with _PyRuntime but none of them is PY_RUNTIME_FIRST (3.7).

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "monotime.h"
+#include "native_symbols.h"
+#include "splice.h"
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
@@ -61,6 +63,7 @@ struct record_opts {
 	int verbose, quiet;
 	char **cmd;		 /* record -- CMD ARGS...: launch it */
 	const char *source_root; /* pprof file names; NULL: the targets' root */
+	int native, kernel;	 /* --native, --kernel */
 };
 
 static const char doc[] =
@@ -112,7 +115,10 @@ static const char doc[] =
     "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
-    "kernel named on first sight (so that code freed before we read it keeps its name). "
+    "kernel named on first sight (so that code freed before we read it keeps its name); with "
+    "--native/--kernel, native symbols (files named, of those through debug files, kernel "
+    "symbols) and the parts of samples not placed in the stack, by cause (README: "
+    "--native). "
     "With --clock offcpu or wall two more lines: 'off-CPU: N context switches seen' (every "
     "switch of the host runs the program), 'N by targets' (their switch-outs), 'N stacks "
     "kept', 'N intervals emitted', 'N under --min-block-us dropped', 'N lost' (ring buffer "
@@ -150,6 +156,8 @@ enum {
 	OPT_SOURCE_ROOT,
 	OPT_GIL,
 	OPT_MIN_BLOCK,
+	OPT_NATIVE,
+	OPT_KERNEL,
 };
 
 static const struct argp_option options[] = {
@@ -182,6 +190,8 @@ static const struct argp_option options[] = {
      0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024, default 1024)", 0},
     {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer MiB (default: fits 0.5 s, 1-16)", 0},
+    {"native", OPT_NATIVE, NULL, 0, "Native (C) frames too, spliced with the Python ones", 0},
+    {"kernel", OPT_KERNEL, NULL, 0, "Kernel frames too, on top of the stack", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},
@@ -274,6 +284,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_RINGBUF:
 		o->ringbuf_mb = (unsigned)cli_long(state, arg, 1, 1024, "--ringbuf-mb");
 		break;
+	case OPT_NATIVE:
+		o->native = 1;
+		break;
+	case OPT_KERNEL:
+		o->kernel = 1;
+		break;
 	case 'q':
 		o->quiet = 1;
 		break;
@@ -299,6 +315,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--min-block-us goes with --clock offcpu or wall");
 		if (o->gil && o->wall)
 			argp_error(state, "--gil goes with --clock cpu, offcpu or wall");
+		if ((o->native || o->kernel) && (o->wall || o->offcpu))
+			argp_error(state, "--native and --kernel go with --clock cpu (not offcpu, "
+					  "wall, snapshot)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -318,6 +337,9 @@ struct rec_ctx {
 	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
 	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
+	struct native_syms *ns; /* --native / --kernel */
+	struct splice_scratch *sc;
+	uint64_t splice_causes[SPLICE__COUNT];
 };
 
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
@@ -334,6 +356,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	};
 	/* An off-CPU interval's reason is its leaf frame, ahead of the stack. */
 	uint32_t leaf = h->offcpu_reason ? 1 : 0;
+	int native = c->ns && (h->nnative || h->nkernel);
 	int unnamed = 0;
 
 	if (!t) { /* gone, or taken before an exec */
@@ -356,10 +379,13 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->dropped_gil++;
 		return 0;
 	}
-	if (leaf) {
-		/* An off-CPU interval (one per context switch at most) takes the
-		 * plain path: its reason is a leaf frame ahead of the stack. */
-		c->frames[0] = (struct sym_frame){offcpu_reason_frame(h->offcpu_reason), "", 0, 0};
+	if (leaf || native) {
+		/* Off-CPU intervals (one per context switch at most; the reason
+		 * is a leaf frame ahead of the stack) and native stacks (spliced
+		 * by their symbols) take the plain path: every frame named. */
+		if (leaf)
+			c->frames[0] = (struct sym_frame){
+			    .name = offcpu_reason_frame(h->offcpu_reason), .file = ""};
 		for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
 			if (code_cache_symbolize(t->cache, &frames[i], &c->frames[leaf + i]) !=
 			    CODE_OK)
@@ -382,11 +408,15 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		return 0;
 	}
 	s.nframes = h->nframes + (h->nframes ? leaf : 0);
+	if (native)
+		splice_record(c->ns, c->sc, h, frames, c->frames,
+			      t->proc ? t->proc->bin.version_hex : 0, &s.frames, &s.nframes,
+			      c->splice_causes);
 	t->samples++;
 	c->samples++;
 	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
 		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
-	if (leaf) {
+	if (leaf || native) {
 		if (c->raw.f)
 			raw_write_sample(c->raw.f, &s);
 		if (profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason))
@@ -535,6 +565,8 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
+	if (c->ns)
+		splice_summary(stderr, c->ns, c->splice_causes);
 	now = targets_cache_usage(c->ts, &live, &peak);
 	fprintf(stderr,
 		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
@@ -582,8 +614,15 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 		bpf_sampler_poll(s, wait_ms, on_sample, c);
 		now = mono_s();
 		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
+			int alive;
+
 			targets_scan(c->ts);
-			if (!targets_reap(c->ts) && !o->all && !c->launch) {
+			alive = targets_reap(c->ts);
+			if (c->ns) /* a PID seen again is another image */
+				for (int i = 0; i < c->ts->n; i++)
+					if (c->ts->t[i]->exited)
+						native_syms_forget(c->ns, c->ts->t[i]->pid);
+			if (!alive && !o->all && !c->launch) {
 				if (!o->quiet)
 					fprintf(stderr, "%sbpfpy record: every target exited\n",
 						tty ? "\n" : "");
@@ -723,7 +762,11 @@ int cmd_record(int argc, char **argv)
 	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.offcpu == 1	       ? "offcpu"
 							  : o.wall || o.offcpu ? "wall"
 									       : "cpu");
-	if (!c.frames || !c.prof) {
+	if (o.native || o.kernel) {
+		c.ns = native_syms_new();
+		c.sc = splice_scratch_new();
+	}
+	if (!c.frames || !c.prof || ((o.native || o.kernel) && (!c.ns || !c.sc))) {
 		diag_errno(&d, ENOMEM, "record");
 		ret = diag_report(&d);
 		goto out;
@@ -752,6 +795,8 @@ int cmd_record(int argc, char **argv)
 		    .targets_grow = o.all || o.children || o.cmd,
 		    .offcpu = o.offcpu,
 		    .min_block_ns = (uint64_t)(o.min_block_us * 1000),
+		    .native = o.native,
+		    .kernel = o.kernel,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -861,5 +906,7 @@ out:
 	profile_free(c.prof);
 	raw_stream_free(&c.raw);
 	free(c.frames);
+	native_syms_free(c.ns);
+	splice_scratch_free(c.sc);
 	return ret;
 }

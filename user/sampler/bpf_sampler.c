@@ -14,6 +14,7 @@
 
 #include "bpf_loader.h"
 #include "offcpu.h"
+#include "native_tables.h"
 #include "proc.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
@@ -47,6 +48,7 @@ struct bpf_sampler {
 	int nprocs;
 	struct offcpu *off; /* --clock offcpu|wall */
 	int offcpu;
+	struct native_tables *native; /* --native, --kernel */
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -54,9 +56,12 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct bpf_sampler *s = ctx;
 	const struct sample_hdr *h = data;
 
-	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec))
+	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec) +
+					    ((size_t)h->nnative + h->nkernel) * sizeof(__u64))
 		return 0;
 	s->handled++;
+	if (s->native)
+		native_tables_on_record(s->native, h);
 	if (s->fn && s->fn(s->fn_ctx, h, (const struct frame_rec *)(h + 1))) {
 		s->stop = 1;
 		return -ECANCELED;
@@ -96,7 +101,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 	unsigned factor = o->poisson_factor ? o->poisson_factor : 8;
 	unsigned mb = o->ringbuf_mb ? o->ringbuf_mb : default_ringbuf_mb(o);
 	double base_hz = o->rate_hz;
-	int err, events_fd;
+	int err, events_fd, native = 0;
 
 	bpf_loader_log(o->verbose);
 	if (o->rate_hz <= 0)
@@ -136,6 +141,11 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 			s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
 		s->skel->rodata->watch_new = !!o->targets_grow;
+		native = o->native || o->kernel || getenv(NATIVE_RAW_ENV);
+		s->skel->rodata->want_native = o->native || getenv(NATIVE_RAW_ENV);
+		s->skel->rodata->want_kernel = o->kernel || getenv(NATIVE_RAW_ENV);
+		if (!s->skel->rodata->want_native) /* 32 MiB of rows otherwise */
+			bpf_map__set_max_entries(s->skel->maps.native_rows, 1);
 		err = bpf_loader_load(s->skel->skeleton, "sampler", d);
 		if (!err && o->offcpu) {
 			struct offcpu_opts oo = {.min_block_ns = o->min_block_ns};
@@ -164,6 +174,16 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->new_fd = bpf_map__fd(s->skel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->skel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->skel->maps.events);
+	}
+	if (native) {
+		s->native = native_tables_new(bpf_map__fd(s->skel->maps.native_rows),
+					      bpf_map__max_entries(s->skel->maps.native_rows),
+					      bpf_map__fd(s->skel->maps.native_procs),
+					      bpf_map__fd(s->skel->maps.native_counters), d);
+		if (!s->native) {
+			bpf_sampler_close(s);
+			return -1;
+		}
 	}
 	s->rb = ring_buffer__new(events_fd, on_record, s, NULL);
 	if (!s->rb) {
@@ -242,6 +262,12 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF sampler", pid);
 	s->nprocs++;
 	s->only_pid = s->nprocs == 1 && !s->targets_grow ? pid : 0;
+	/* Without its tables the process is still sampled: its native
+	 * stacks then end at once, flagged NATIVE_LOST. */
+	if (s->native && native_tables_attach(s->native, pid, d)) {
+		diag_prefix(d, "warning: native stacks lost: ");
+		diag_report(d);
+	}
 	return 0;
 }
 
@@ -251,6 +277,8 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
 
 	bpf_map_delete_elem(s->configs_fd, &key);
 	bpf_map_delete_elem(s->execed_fd, &key);
+	if (s->native)
+		native_tables_detach(s->native, pid);
 }
 
 int bpf_sampler_exec_pending(struct bpf_sampler *s)
@@ -372,10 +400,16 @@ void bpf_sampler_stop(struct bpf_sampler *s)
 	}
 }
 
+struct native_tables *bpf_sampler_native(struct bpf_sampler *s)
+{
+	return s->native;
+}
+
 void bpf_sampler_close(struct bpf_sampler *s)
 {
 	if (!s)
 		return;
+	native_tables_free(s->native);
 	bpf_sampler_stop(s);
 	ring_buffer__free(s->rb);
 	offcpu_close(s->off);

@@ -28,6 +28,11 @@ struct bpf_sampler_opts {
 	 * on-CPU clock), 2 for --clock wall (the cpu clock and off-CPU). */
 	int offcpu;
 	uint64_t min_block_ns; /* --min-block-us */
+	/* --native / --kernel (cpu clock only): user stacks unwound in the
+	 * kernel with per-file unwind tables (user/native/native_tables.h),
+	 * kernel stacks by bpf_get_stack; their addresses follow the frames
+	 * of each record (bpfpy.h sample_hdr). */
+	int native, kernel;
 };
 
 struct bpf_sampler;
@@ -74,6 +79,8 @@ int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t f
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s);
 double bpf_sampler_keep_prob(const struct bpf_sampler *s);
 int bpf_sampler_ncpus(const struct bpf_sampler *s);
+/* The unwind tables of --native (counters, stats), or NULL without it. */
+struct native_tables *bpf_sampler_native(struct bpf_sampler *s);
 void bpf_sampler_close(struct bpf_sampler *s);
 /* The off-CPU program of a sampler opened with offcpu, or NULL. */
 struct offcpu *bpf_sampler_offcpu(struct bpf_sampler *s);

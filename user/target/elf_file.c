@@ -44,6 +44,8 @@
 #define ELF_MAX_BUILD_ID 32
 /* Distinct USDT probes kept (CPython declares 10). */
 #define ELF_MAX_PROBES 1024
+/* Bytes of a .gnu_debuglink section: a file name, padding and a CRC. */
+#define ELF_MAX_DEBUGLINK 4096
 
 #define NT_STAPSDT 3
 
@@ -389,6 +391,45 @@ int elfsym_lookup(struct elfsym *e, const char *name, uint64_t *value, uint64_t 
 	return lookup_in(e, &e->sym, name, value, size);
 }
 
+static int each_func_in(struct elfsym *e, struct symtab *t, elfsym_func_fn fn, void *ctx,
+			int dynamic)
+{
+	if (symtab_load(e, t))
+		return -1;
+	for (size_t i = 1; i < t->n; i++) {
+		GElf_Sym sym;
+		const char *s;
+		int type, rc;
+
+		get_sym(e, t, i, &sym);
+		type = GELF_ST_TYPE(sym.st_info);
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_name || !sym.st_value ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		s = table_str(&t->strs, sym.st_name);
+		if (s && *s && (rc = fn(ctx, s, sym.st_value, sym.st_size, dynamic)))
+			return rc;
+	}
+	return 0;
+}
+
+int elfsym_each_func(struct elfsym *e, elfsym_func_fn fn, void *ctx)
+{
+	int a = each_func_in(e, &e->sym, fn, ctx, 0), b;
+
+	if (a > 0)
+		return a;
+	b = each_func_in(e, &e->dyn, fn, ctx, 1);
+	if (b > 0)
+		return b;
+	return a < 0 && b < 0 ? -1 : 0;
+}
+
+int elfsym_has_symtab(const struct elfsym *e)
+{
+	return e->sym.scn != NULL;
+}
+
 static Elf_Scn *find_section(struct elfsym *e, const char *name, GElf_Shdr *sh)
 {
 	for (Elf_Scn *s = NULL; (s = elf_nextscn(e->elf, s));) {
@@ -476,6 +517,28 @@ int elfsym_file_offset(struct elfsym *e, uint64_t vaddr, uint64_t *off)
 		}
 	}
 	return -1;
+}
+
+int elfsym_segment(struct elfsym *e, size_t idx, struct elfsym_seg *seg)
+{
+	for (size_t i = 0; i < e->nphdrs; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD || idx--)
+			continue;
+		seg->vaddr = ph.p_vaddr;
+		seg->offset = ph.p_offset;
+		seg->filesz = ph.p_filesz;
+		seg->memsz = ph.p_memsz;
+		seg->exec = !!(ph.p_flags & PF_X);
+		return 0;
+	}
+	return -1;
+}
+
+Elf *elfsym_elf(struct elfsym *e)
+{
+	return e->elf;
 }
 
 int elfsym_has_usdt(struct elfsym *e)
@@ -571,6 +634,36 @@ int elfsym_build_id(struct elfsym *e, char *hex, size_t len)
 		free(t.buf);
 	}
 	return -1;
+}
+
+int elfsym_debuglink(struct elfsym *e, char *name, size_t len, uint32_t *crc)
+{
+	struct table t = {0};
+	GElf_Shdr sh;
+	size_t n, at;
+	int rc = -1;
+
+	if (!find_section(e, ".gnu_debuglink", &sh) || sh.sh_type == SHT_NOBITS ||
+	    read_table(e, &t, sh.sh_offset, sh.sh_size, ELF_MAX_DEBUGLINK))
+		return -1;
+	/* name, NUL, padding to 4, then the 4-byte CRC. */
+	n = strnlen((const char *)t.buf, t.len);
+	at = (n + 4) & ~(size_t)3;
+	if (n && n < len && at + 4 <= t.len && !memchr(t.buf, '/', n)) {
+		rc = 0;
+		for (size_t i = 0; i < n; i++)
+			if (t.buf[i] < 0x20 || t.buf[i] == 0x7f)
+				rc = -1;
+		if (!rc && n <= 2 && t.buf[0] == '.') /* "." or ".." */
+			rc = -1;
+		if (!rc) {
+			memcpy(name, t.buf, n);
+			name[n] = 0;
+			memcpy(crc, t.buf + at, 4);
+		}
+	}
+	free(t.buf);
+	return rc;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src, const char *end)

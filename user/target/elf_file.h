@@ -58,12 +58,42 @@ int elfsym_read(struct elfsym *e, uint64_t vaddr, void *buf, size_t len);
  * the kernel places a uprobe). 0, or -1 if no executable segment has it. */
 int elfsym_file_offset(struct elfsym *e, uint64_t vaddr, uint64_t *off);
 
+/* The idx-th PT_LOAD (counting PT_LOADs only) into seg. 0, or -1 past
+ * the last. Native unwinding maps addresses through them. */
+struct elfsym_seg {
+	uint64_t vaddr, offset, filesz, memsz;
+	int exec; /* PF_X */
+};
+int elfsym_segment(struct elfsym *e, size_t idx, struct elfsym_seg *seg);
+
+/* The libelf handle, for libdw's CFI reader (user/native/unwind_tables.c):
+ * valid until elfsym_close. Sizes of the sections it reads are checked
+ * there first with elfsym_section. */
+struct Elf *elfsym_elf(struct elfsym *e);
+
 /* 1 if the file has a .note.stapsdt section (USDT probes), else 0. */
 int elfsym_has_usdt(struct elfsym *e);
 
 /* The GNU build-id as lowercase hex into hex[len]. 0, or -1 if there is none
  * or it does not fit. */
 int elfsym_build_id(struct elfsym *e, char *hex, size_t len);
+
+/* Each defined function symbol (STT_FUNC, STT_GNU_IFUNC, nonzero value) of
+ * .symtab, then of .dynsym: fn(ctx, name, value, size, dynamic: 1 for
+ * .dynsym), names as the tables hold them (valid during the call only). A nonzero return from fn
+ * stops the walk and is returned; else 0, or -1 if neither table could be read (absent, or over
+ * ELF_MAX_SYMTAB / ELF_MAX_STRTAB). */
+typedef int (*elfsym_func_fn)(void *ctx, const char *name, uint64_t value, uint64_t size,
+			      int dynamic);
+int elfsym_each_func(struct elfsym *e, elfsym_func_fn fn, void *ctx);
+
+/* 1 if the file has a .symtab (is not stripped), else 0. */
+int elfsym_has_symtab(const struct elfsym *e);
+
+/* .gnu_debuglink: the separate debug file's name into name[len] (a plain
+ * file name: one holding '/' or a control byte is refused) and its CRC32.
+ * 0, or -1 if there is none or it is malformed. */
+int elfsym_debuglink(struct elfsym *e, char *name, size_t len, uint32_t *crc);
 
 struct usdt_probe {
 	char provider[64];

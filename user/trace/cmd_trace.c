@@ -313,7 +313,7 @@ static int on_record(void *arg, void *data, size_t size)
 		char leaf[272];
 
 		snprintf(leaf, sizeof(leaf), "[%s]", tp->label);
-		c->pframes[0] = (struct sym_frame){leaf, NULL, 0, 0};
+		c->pframes[0] = (struct sym_frame){.name = leaf};
 		memcpy(c->pframes + 1, c->frames, (ps.nframes - 1) * sizeof(*c->frames));
 		if (!profile_add(c->prof, &ps) && e.loc != TRACE_NONE)
 			td->locs[e.loc].last_fold = c->prof->last_stack;
