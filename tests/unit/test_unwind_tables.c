@@ -287,6 +287,36 @@ static void test_no_cfi(void **state)
 	unlink(path);
 }
 
+/* The ELF fuzzer's hostile seeds (sparse files claiming huge tables, bad
+ * notes): a table or a refusal, within the caps, never a crash. */
+static void test_hostile_seeds(void **state)
+{
+	glob_t g;
+	unsigned tried = 0;
+
+	(void)state;
+	if (glob("tests/fuzz/corpus/elf/*", 0, NULL, &g))
+		skip();
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct diag d = {0};
+		struct unwind_table t;
+		struct elfsym *e = elfsym_open_path(g.gl_pathv[i], &d);
+
+		if (!e)
+			continue;
+		tried++;
+		if (!unwind_table_build(e, g.gl_pathv[i], &t, &d)) {
+			assert_true(t.n <= UNW_MAX_ROWS);
+			assert_true(t.probes <= UNW_MAX_PROBES);
+			assert_true(t.build_ns < (uint64_t)(UNW_MAX_BUILD_MS + 1000) * 1000000);
+		}
+		unwind_table_free(&t);
+		elfsym_close(e);
+	}
+	globfree(&g);
+	assert_true(tried > 0);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[MAX_FILES + 4];
@@ -299,5 +329,6 @@ int main(void)
 	}
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_function_entries);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_cfi);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hostile_seeds);
 	return _cmocka_run_group_tests("unwind_tables", tests, n, NULL, NULL);
 }
