@@ -22,16 +22,20 @@
 
 #define PERIOD 1000000ull /* 1 ms: one on-CPU sample at 1 kHz */
 
-static const struct sym_frame F_MAIN = {"main", "/srv/app.py", 10, 1};
-static const struct sym_frame F_READ = {"read_all", "/srv/app.py", 20, 18};
+static const struct sym_frame F_MAIN = {
+    .name = "main", .file = "/srv/app.py", .line = 10, .firstlineno = 1};
+static const struct sym_frame F_READ = {
+    .name = "read_all", .file = "/srv/app.py", .line = 20, .firstlineno = 18};
 
 /* pid 10: tid 11 on CPU 3 samples, tid 12 blocked in read twice (5 ms and
  * 7 ms) and once for the GIL (2 ms). */
 static struct profile *make(void)
 {
 	struct profile *p = profile_new(PERIOD, "wall");
-	struct sym_frame io[3] = {{offcpu_reason_frame(OFFCPU_IO), "", 0, 0}, F_READ, F_MAIN};
-	struct sym_frame gil[3] = {{offcpu_reason_frame(OFFCPU_GIL), "", 0, 0}, F_READ, F_MAIN};
+	struct sym_frame io[3] = {
+	    {.name = offcpu_reason_frame(OFFCPU_IO), .file = ""}, F_READ, F_MAIN};
+	struct sym_frame gil[3] = {
+	    {.name = offcpu_reason_frame(OFFCPU_GIL), .file = ""}, F_READ, F_MAIN};
 	struct sym_frame cpu[2] = {F_READ, F_MAIN};
 	struct sym_sample s = {.pid = 10, .tid = 11, .nframes = 2, .frames = cpu};
 

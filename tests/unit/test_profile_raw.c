@@ -36,6 +36,7 @@ static int fake_sym(void *ctx, const struct frame_rec *f, struct sym_frame *out)
 	if (f->code == UNNAMED_CODE)
 		return 1;
 	snprintf(name, 32, "f%llx", (unsigned long long)f->code);
+	*out = (struct sym_frame){.kind = FRAME_KIND_PYTHON};
 	out->name = name;
 	out->file = "/srv/x.py";
 	out->firstlineno = 1;

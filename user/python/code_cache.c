@@ -501,6 +501,9 @@ int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct
 {
 	const struct code_entry *e = code_cache_lookup(c, f->code, f->fingerprint);
 
+	/* Every field: callers reuse their frame arrays, and a kind left over
+	 * from a native frame would draw this one as machine code. */
+	*out = (struct sym_frame){.kind = FRAME_KIND_PYTHON};
 	out->name = e->name;
 	out->file = e->file;
 	out->firstlineno = e->status == CODE_OK ? e->firstlineno : 0;
