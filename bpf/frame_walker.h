@@ -276,7 +276,7 @@ WALK_INLINE __u32 walk_code(struct walk_state *w, __u64 code)
 {
 	const struct py_offsets *o = &w->cfg->off;
 	struct walk_scratch *s = w->scratch;
-	struct walk_memo *m = &s->memo[((code >> 4) ^ (code >> 12)) & (WALK_MEMO_SIZE - 1)];
+	struct walk_memo *m = &s->memo[(code * 0x9e3779b97f4a7c15ULL) >> 60];
 	__u32 fp;
 
 	if (m->code == code)
