@@ -1,10 +1,14 @@
 #!/bin/sh
-# make bench: sampler costs (scripts/bench.py, JSON to $1), then the tracer's
-# overhead (scripts/bench_trace.sh). Usage: scripts/bench.sh OUT.json [--quick]
+# make bench: sampler costs against issue 13's goals (scripts/bench.py, one
+# table, JSON to $1), then the tracer's overhead (scripts/bench_trace.sh).
+# Usage: scripts/bench.sh OUT.json [--quick] [bench.py options]
 set -eu
 [ "$(id -u)" = 0 ] || { echo "bench: needs root (BPF, perf events, ptrace)" >&2; exit 1; }
 here=$(dirname "$0")
 /usr/bin/python3 "$here/bench.py" "$@"
 echo
 echo "== tracer overhead (scripts/bench_trace.sh)"
-"$here/bench_trace.sh"
+case " $* " in
+*" --quick "*) "$here/bench_trace.sh" 20 5 1 ;;
+*) "$here/bench_trace.sh" ;;
+esac
