@@ -36,23 +36,24 @@
 #define WALK_SPAN_MASK (BPFPY_FRAME_SPAN - 1)
 #define WALK_CBUF_SIZE 256
 #define WALK_CBUF_MASK (WALK_CBUF_SIZE - 1)
-/* The first copy of a walk is smaller than the span: most samples hold a
- * few frames, and a copy costs per byte as well as per call. */
-#define WALK_SPAN_FIRST 1024
-#define WALK_PAGE	4096ULL
+#define WALK_PAGE      4096ULL
+/* The first copy of a walk is smaller: most samples hold a few frames,
+ * which fit in it, and a copy costs per byte as well as per call. */
+#define WALK_SPAN_FIRST 512
 /* Code objects already fingerprinted in this walk, by address. */
 #define WALK_MEMO_SIZE 16
+_Static_assert(WALK_MEMO_SIZE == 16, "walk_memo_slot() takes the top 4 bits of a hash");
 
 _Static_assert((BPFPY_FRAME_BUF & WALK_FBUF_MASK) == 0, "frame buffer must be a power of two");
 _Static_assert((BPFPY_FRAME_SPAN & WALK_SPAN_MASK) == 0, "frame span must be a power of two");
 _Static_assert(BPFPY_FRAME_SPAN >= WALK_SPAN_FIRST && WALK_SPAN_FIRST >= BPFPY_FRAME_BUF,
-	       "first copy between one frame and the span");
+	       "a copy must hold a frame");
 _Static_assert(BPFPY_CODE_BUF <= WALK_CBUF_SIZE, "code buffer larger than its mask");
 
 struct walk_memo {
 	__u64 code;
 	__u32 fingerprint;
-	__u32 pad;
+	__u32 named; /* py_sample.bpf.h: name_step() saw it in this sample */
 };
 
 struct walk_scratch {
@@ -92,9 +93,7 @@ struct walk_state {
 	/* The copy in scratch->span, see walk_fill(). */
 	__u64 span_base;
 	__u32 span_len;
-	__u32 span_want; /* bytes the next copy asks for */
-	__u8 span_page;	 /* a copy failed: later ones stay within a frame's page */
-	__u8 pad[7];
+	__u32 span_max; /* bytes the next copy may take */
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -178,13 +177,9 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->bottom_off = o->frame_bottom_off;
 	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
 	w->bottom_ok = 1;
-	/* Frame objects (<= 3.10) are scattered on the heap: one small copy
-	 * each. 3.11+ frames are pushed one above the other in the thread's
-	 * data stack, so one copy holds many. */
 	w->span_base = 0;
 	w->span_len = 0;
-	w->span_page = 0;
-	w->span_want = WALK_SPAN_FIRST;
+	w->span_max = WALK_SPAN_FIRST;
 	for (__u32 i = 0; i < WALK_MEMO_SIZE; i++)
 		w->scratch->memo[i].code = 0;
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
@@ -221,20 +216,28 @@ WALK_INLINE __s32 walk_instr_index(const struct py_offsets *o, __s32 raw)
 /*
  * Make scratch->span hold the frame at addr, and return its offset there,
  * or -1 if the frame cannot be read. A frame already inside the last copy
- * costs nothing: that is how a deep 3.11+ chain is walked with one copy per
- * few dozen frames, since each frame's previous sits below it in the same
- * data-stack chunk. A new copy ends at the frame's end (above it the stack
- * is unused and its pages may not be resident) and reaches span_want bytes
- * down. The pages below may be unmapped or not resident (a chunk's start,
- * a generator's frame on the heap), and one bad byte fails a whole copy:
- * then the copy is retried from the frame's own page, and the rest of the
- * walk stays there. Only a frame that cannot itself be read is an error,
- * exactly as with one read per frame.
+ * costs nothing: that is how a deep chain is walked with one copy per few
+ * dozen frames. Each frame's previous lies below it: 3.11+ frames are
+ * pushed one above the other in the thread's data-stack chunks, and <= 3.10
+ * frame objects, from pymalloc, come out at falling addresses too (448
+ * bytes apart in a recursion). So a copy ends at the frame's end (above it
+ * the stack is unused, its pages may not be resident) and reaches down
+ * span_max bytes or to the start of the frame's page, never further: the page below may belong
+ * to another mapping, or not be resident, and one bad byte fails a whole
+ * copy. The frame's own bytes are thus all a copy needs to be readable:
+ * a frame that cannot be read is an error, exactly as with one read per
+ * frame, and nothing else is.
  */
-WALK_INLINE int walk_copy(struct walk_state *w, __u64 lo, __u64 end)
+WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
 {
-	__u64 len = end - lo;
+	__u64 end = addr + w->fsize, lo = addr & ~(WALK_PAGE - 1);
+	__u64 len;
 
+	if (addr >= w->span_base && addr - w->span_base + w->fsize <= w->span_len)
+		return (int)((addr - w->span_base) & WALK_SPAN_MASK);
+	if (end - lo > w->span_max)
+		lo = end - w->span_max;
+	len = end - lo;
 	if (len > BPFPY_FRAME_SPAN)
 		len = BPFPY_FRAME_SPAN;
 #ifdef __VMLINUX_H__
@@ -245,25 +248,13 @@ WALK_INLINE int walk_copy(struct walk_state *w, __u64 lo, __u64 end)
 		return -1;
 	w->span_base = lo;
 	w->span_len = (__u32)len;
-	return 0;
+	w->span_max = BPFPY_FRAME_SPAN;
+	return (int)((addr - lo) & WALK_SPAN_MASK);
 }
 
-WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
+WALK_INLINE struct walk_memo *walk_memo_slot(struct walk_scratch *s, __u64 code)
 {
-	__u64 end = addr + w->fsize, lo, page = addr & ~(WALK_PAGE - 1);
-
-	if (addr >= w->span_base && addr - w->span_base + w->fsize <= w->span_len)
-		return (int)((addr - w->span_base) & WALK_SPAN_MASK);
-	lo = end > w->span_want ? end - w->span_want : 0;
-	if (w->span_page && lo < page)
-		lo = page;
-	if (walk_copy(w, lo, end)) {
-		if (lo >= page || walk_copy(w, page, end))
-			return -1;
-		w->span_page = 1;
-	}
-	w->span_want = BPFPY_FRAME_SPAN;
-	return (int)((addr - w->span_base) & WALK_SPAN_MASK);
+	return &s->memo[(code * 0x9e3779b97f4a7c15ULL) >> 60];
 }
 
 /*
@@ -276,7 +267,7 @@ WALK_INLINE __u32 walk_code(struct walk_state *w, __u64 code)
 {
 	const struct py_offsets *o = &w->cfg->off;
 	struct walk_scratch *s = w->scratch;
-	struct walk_memo *m = &s->memo[(code * 0x9e3779b97f4a7c15ULL) >> 60];
+	struct walk_memo *m = walk_memo_slot(s, code);
 	__u32 fp;
 
 	if (m->code == code)
@@ -292,6 +283,7 @@ WALK_INLINE __u32 walk_code(struct walk_state *w, __u64 code)
 	fp = walk_fingerprint(s->cbuf, o);
 	m->code = code;
 	m->fingerprint = fp;
+	m->named = 0;
 	return fp;
 }
 

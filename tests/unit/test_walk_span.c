@@ -26,7 +26,7 @@
 
 #define TSTATE	  0x400000ull
 #define CFRAME	  0x410000ull
-#define CHUNK1	  0x500000ull /* nothing mapped below: a copy reaching down fails */
+#define CHUNK1	  0x500000ull /* nothing mapped below: no copy may reach there */
 #define CHUNK2	  0x900000ull
 #define CHUNK_LEN 0x4000ull
 #define HEAP	  0xa00000ull
