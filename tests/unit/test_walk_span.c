@@ -37,8 +37,17 @@
 #define STRIDE	  0x70 /* a frame and its locals */
 #define MAXF	  260
 
-static uint8_t ts_b[0x1000], cf_b[0x100], c1_b[CHUNK_LEN], c2_b[CHUNK_LEN], heap_b[0x1000],
-    code_b[NCODES * 0x400];
+/* The target's memory, zeroed by init() in one go. */
+static struct {
+	uint8_t ts[0x1000], cf[0x100], c1[CHUNK_LEN], c2[CHUNK_LEN], heap[0x1000],
+	    code[NCODES * 0x400];
+} mem;
+#define ts_b   mem.ts
+#define cf_b   mem.cf
+#define c1_b   mem.c1
+#define c2_b   mem.c2
+#define heap_b mem.heap
+#define code_b mem.code
 
 struct img {
 	struct proc_config cfg;
@@ -78,12 +87,7 @@ static void init(struct img *im, uint32_t version)
 	struct diag d = {0};
 
 	memset(im, 0, sizeof(*im));
-	memset(ts_b, 0, sizeof(ts_b));
-	memset(cf_b, 0, sizeof(cf_b));
-	memset(c1_b, 0, sizeof(c1_b));
-	memset(c2_b, 0, sizeof(c2_b));
-	memset(heap_b, 0, sizeof(heap_b));
-	memset(code_b, 0, sizeof(code_b));
+	memset(&mem, 0, sizeof(mem));
 	assert_int_equal(py_offsets_for_version(version, &im->cfg.off, &x, &d), 0);
 	im->cfg.code_type_addr = CODE_TYPE;
 	im->cfg.max_depth = BPFPY_DEFAULT_DEPTH;
