@@ -207,7 +207,8 @@ def part_oracle(tg, quick, res):
                        "--duration", str(duration), "--warmup", str(warmup), "--json", out]
                 for m in modes:
                     cmd += ["--mode", m]
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                                   env=dict(os.environ, BPFPY_SNIPPETS=os.path.join(ROOT, "snippets")))
                 if r.returncode != 0 or not os.path.exists(out):
                     print(f"  oracle {py} {rate} kHz failed ({r.returncode}): {r.stderr.strip()[-300:]}",
                           file=sys.stderr)
