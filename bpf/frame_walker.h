@@ -37,8 +37,7 @@
 #define WALK_CBUF_SIZE 256
 #define WALK_CBUF_MASK (WALK_CBUF_SIZE - 1)
 #define WALK_PAGE      4096ULL
-/* The first copy of a walk is smaller: most samples hold a few frames,
- * which fit in it, and a copy costs per byte as well as per call. */
+/* The first copy of a walk (walk_fill): most samples hold a few frames. */
 #define WALK_SPAN_FIRST 512
 /* Code objects already fingerprinted in this walk, by address. */
 #define WALK_MEMO_SIZE 16
@@ -213,31 +212,9 @@ WALK_INLINE __s32 walk_instr_index(const struct py_offsets *o, __s32 raw)
 	return raw / 2;
 }
 
-/*
- * Make scratch->span hold the frame at addr, and return its offset there,
- * or -1 if the frame cannot be read. A frame already inside the last copy
- * costs nothing: that is how a deep chain is walked with one copy per few
- * dozen frames. Each frame's previous lies below it: 3.11+ frames are
- * pushed one above the other in the thread's data-stack chunks, and <= 3.10
- * frame objects, from pymalloc, come out at falling addresses too (448
- * bytes apart in a recursion). So a copy ends at the frame's end (above it
- * the stack is unused, its pages may not be resident) and reaches down
- * span_max bytes or to the start of the frame's page, never further: the page below may belong
- * to another mapping, or not be resident, and one bad byte fails a whole
- * copy. The frame's own bytes are thus all a copy needs to be readable:
- * a frame that cannot be read is an error, exactly as with one read per
- * frame, and nothing else is.
- */
-WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
+/* Copy [lo, lo + len) into scratch->span; 0 on success. */
+WALK_INLINE int walk_copy(struct walk_state *w, __u64 lo, __u64 len)
 {
-	__u64 end = addr + w->fsize, lo = addr & ~(WALK_PAGE - 1);
-	__u64 len;
-
-	if (addr >= w->span_base && addr - w->span_base + w->fsize <= w->span_len)
-		return (int)((addr - w->span_base) & WALK_SPAN_MASK);
-	if (end - lo > w->span_max)
-		lo = end - w->span_max;
-	len = end - lo;
 	if (len > BPFPY_FRAME_SPAN)
 		len = BPFPY_FRAME_SPAN;
 #ifdef __VMLINUX_H__
@@ -248,8 +225,39 @@ WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
 		return -1;
 	w->span_base = lo;
 	w->span_len = (__u32)len;
+	return 0;
+}
+
+/*
+ * Make scratch->span hold the frame at addr, and return its offset there,
+ * or -1 if the frame cannot be read. A frame already inside the last copy
+ * costs nothing: that is how a deep chain is walked with one copy per few
+ * dozen frames. Each frame's previous lies below it: 3.11+ frames are
+ * pushed one above the other in the thread's data-stack chunks, and <= 3.10
+ * frame objects, from pymalloc, come out at falling addresses too (448
+ * bytes apart in a recursion). So a copy ends at the frame's end (above it
+ * the stack is unused, its pages may not be resident) and reaches down to
+ * the start of the frame's page, never further: the page below may belong
+ * to another mapping, or not be resident, and one bad byte fails a whole
+ * copy. The frame's own bytes are thus all a copy needs to be readable:
+ * a frame that cannot be read is an error, exactly as with one read per
+ * frame, and nothing else is. The first copy of a walk is small: a copy
+ * costs per byte as well as per call, and most samples are shallow.
+ */
+WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
+{
+	__u64 end = addr + w->fsize, lo = addr & ~(WALK_PAGE - 1);
+
+	if (addr >= w->span_base && addr - w->span_base + w->fsize <= w->span_len)
+		return (int)((addr - w->span_base) & WALK_SPAN_MASK);
+	if (end - lo > w->span_max)
+		lo = end - w->span_max;
+	/* Only where memory is not in pages (images in tests and fuzzers)
+	 * can a frame be readable and the start of its page not. */
+	if (walk_copy(w, lo, end - lo) && (lo == addr || walk_copy(w, addr, w->fsize)))
+		return -1;
 	w->span_max = BPFPY_FRAME_SPAN;
-	return (int)((addr - lo) & WALK_SPAN_MASK);
+	return (int)((addr - w->span_base) & WALK_SPAN_MASK);
 }
 
 WALK_INLINE struct walk_memo *walk_memo_slot(struct walk_scratch *s, __u64 code)

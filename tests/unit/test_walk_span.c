@@ -29,7 +29,7 @@
 #define CHUNK1	  0x500000ull /* nothing mapped below: no copy may reach there */
 #define CHUNK2	  0x900000ull
 #define CHUNK_LEN 0x4000ull
-#define HEAP	  0xa00000ull
+#define HEAP	  0xa00040ull /* an image region that starts mid-page */
 #define CODES	  0x600000ull
 #define CODE(i)	  (CODES + (uint64_t)(i)*0x400ull)
 #define CODE_TYPE 0x200000ull
