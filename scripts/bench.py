@@ -178,7 +178,9 @@ def part_record(tg, pys, quick, res):
                         row = {"python": py, "depth": depth, "rate_hz": rate, "lost": r["lost"],
                                "emitted": r["emitted"], "bpfpy_cpu_s": round(r["cpu_s"], 4),
                                "bpfpy_fixed_cpu_s": round(base["cpu_s"], 4),
-                               "us_cpu_per_sample": (r["cpu_s"] - base["cpu_s"]) * 1e6 / n if n > 0 else None,
+                               # below the fixed cost's noise: unknown, not negative
+                               "us_cpu_per_sample": (r["cpu_s"] - base["cpu_s"]) * 1e6 / n
+                               if n > 0 and r["cpu_s"] > base["cpu_s"] else None,
                                "us_kernel": r["us_kernel"]}
                         if "error" in r:
                             row["error"] = r["error"]

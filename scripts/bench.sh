@@ -9,6 +9,6 @@ here=$(dirname "$0")
 echo
 echo "== tracer overhead (scripts/bench_trace.sh)"
 case " $* " in
-*" --quick "*) "$here/bench_trace.sh" 20 5 1 ;;
+*" --quick "*) "$here/bench_trace.sh" 22 10 1 ;;
 *) "$here/bench_trace.sh" ;;
 esac
