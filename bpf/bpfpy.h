@@ -25,6 +25,9 @@
  * per frame and one per code object is the whole per-frame cost. */
 #define BPFPY_FRAME_BUF 128
 #define BPFPY_CODE_BUF	160
+/* 3.11+: bytes of a thread's data stack copied at once, the frames of a
+ * deep chain lying side by side there (bpf/frame_walker.h, walk_fill). */
+#define BPFPY_FRAME_SPAN 4096
 
 /* How a version links frames. */
 enum frame_model {

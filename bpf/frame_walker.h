@@ -29,21 +29,41 @@
 #define WALK_INLINE static inline
 #endif
 
-/* Scratch buffers are a power of two plus 8, so that "offset & (size-1)"
- * both proves to the verifier that a field read stays in bounds and still
- * leaves room for the 8 bytes read there. */
-#define WALK_FBUF_MASK	(BPFPY_FRAME_BUF - 1)
-#define WALK_FREAD_MASK (2 * BPFPY_FRAME_BUF - 1) /* read sizes: see fbuf */
-#define WALK_CBUF_SIZE	256
-#define WALK_CBUF_MASK	(WALK_CBUF_SIZE - 1)
+/* Scratch buffers are a power of two plus room for one more field, so
+ * that "offset & (size-1)" both proves to the verifier that a field read
+ * stays in bounds and still leaves room for the bytes read there. */
+#define WALK_FBUF_MASK (BPFPY_FRAME_BUF - 1)
+#define WALK_SPAN_MASK (BPFPY_FRAME_SPAN - 1)
+#define WALK_CBUF_SIZE 256
+#define WALK_CBUF_MASK (WALK_CBUF_SIZE - 1)
+#define WALK_PAGE      4096ULL
+/* The first copy of a walk (walk_fill): most samples hold a few frames. */
+#define WALK_SPAN_FIRST 512
+/* Code objects already fingerprinted in this walk, by address. */
+#define WALK_MEMO_SIZE 16
+_Static_assert(WALK_MEMO_SIZE == 16, "walk_memo_slot() takes the top 4 bits of a hash");
 
 _Static_assert((BPFPY_FRAME_BUF & WALK_FBUF_MASK) == 0, "frame buffer must be a power of two");
+_Static_assert((BPFPY_FRAME_SPAN & WALK_SPAN_MASK) == 0, "frame span must be a power of two");
+_Static_assert(BPFPY_FRAME_SPAN >= WALK_SPAN_FIRST && WALK_SPAN_FIRST >= BPFPY_FRAME_BUF,
+	       "a copy must hold a frame");
 _Static_assert(BPFPY_CODE_BUF <= WALK_CBUF_SIZE, "code buffer larger than its mask");
 
+struct walk_memo {
+	__u64 code;
+	__u32 fingerprint;
+	__u32 named; /* py_sample.bpf.h: name_step() saw it in this sample */
+};
+
 struct walk_scratch {
-	/* Twice the largest read, so a masked read size also fits. */
-	__u8 fbuf[2 * BPFPY_FRAME_BUF + 8];
+	/* Target bytes [w->span_base, w->span_base + w->span_len): the frame
+	 * being visited and, on 3.11+, the data stack below it, where the
+	 * frames it links to usually are. A frame's fields are read at its
+	 * masked offset plus a masked field offset, hence the frame buffer's
+	 * worth of spare bytes. */
+	__u8 span[BPFPY_FRAME_SPAN + BPFPY_FRAME_BUF + 8];
 	__u8 cbuf[WALK_CBUF_SIZE + 8];
+	struct walk_memo memo[WALK_MEMO_SIZE];
 };
 
 struct walk_state {
@@ -69,6 +89,10 @@ struct walk_state {
 	__u32 skip_owners;
 	__u32 bottom_off;
 	__u32 bottom_mask;
+	/* The copy in scratch->span, see walk_fill(). */
+	__u64 span_base;
+	__u32 span_len;
+	__u32 span_max; /* bytes the next copy may take */
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -152,6 +176,11 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->bottom_off = o->frame_bottom_off;
 	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
 	w->bottom_ok = 1;
+	w->span_base = 0;
+	w->span_len = 0;
+	w->span_max = WALK_SPAN_FIRST;
+	for (__u32 i = 0; i < WALK_MEMO_SIZE; i++)
+		w->scratch->memo[i].code = 0;
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
@@ -195,18 +224,101 @@ WALK_INLINE void walk_mark_entry(struct walk_state *w)
 		w->out[(w->n - 1) & (BPFPY_MAX_DEPTH - 1)].instr |= (__s32)FRAME_INSTR_ENTRY;
 }
 
+/* Copy [lo, lo + len) into scratch->span; 0 on success. */
+WALK_INLINE int walk_copy(struct walk_state *w, __u64 lo, __u64 len)
+{
+	if (len > BPFPY_FRAME_SPAN)
+		len = BPFPY_FRAME_SPAN;
+#ifdef __VMLINUX_H__
+	/* Keep the clamp next to the read, where the verifier checks it. */
+	barrier_var(len);
+#endif
+	if (WALK_READ(w->reader, w->scratch->span, len, lo))
+		return -1;
+	w->span_base = lo;
+	w->span_len = (__u32)len;
+	return 0;
+}
+
+/*
+ * Make scratch->span hold the frame at addr, and return its offset there,
+ * or -1 if the frame cannot be read. A frame already inside the last copy
+ * costs nothing: that is how a deep chain is walked with one copy per few
+ * dozen frames. Each frame's previous lies below it: 3.11+ frames are
+ * pushed one above the other in the thread's data-stack chunks, and <= 3.10
+ * frame objects, from pymalloc, come out at falling addresses too (448
+ * bytes apart in a recursion). So a copy ends at the frame's end (above it
+ * the stack is unused, its pages may not be resident) and reaches down to
+ * the start of the frame's page, never further: the page below may belong
+ * to another mapping, or not be resident, and one bad byte fails a whole
+ * copy. The frame's own bytes are thus all a copy needs to be readable:
+ * a frame that cannot be read is an error, exactly as with one read per
+ * frame, and nothing else is. The first copy of a walk is small: a copy
+ * costs per byte as well as per call, and most samples are shallow.
+ */
+WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
+{
+	__u64 end = addr + w->fsize, lo = addr & ~(WALK_PAGE - 1);
+
+	if (addr >= w->span_base && addr - w->span_base + w->fsize <= w->span_len)
+		return (int)((addr - w->span_base) & WALK_SPAN_MASK);
+	if (end - lo > w->span_max)
+		lo = end - w->span_max;
+	/* Only where memory is not in pages (images in tests and fuzzers)
+	 * can a frame be readable and the start of its page not. */
+	if (walk_copy(w, lo, end - lo) && (lo == addr || walk_copy(w, addr, w->fsize)))
+		return -1;
+	w->span_max = BPFPY_FRAME_SPAN;
+	return (int)((addr - w->span_base) & WALK_SPAN_MASK);
+}
+
+WALK_INLINE struct walk_memo *walk_memo_slot(struct walk_scratch *s, __u64 code)
+{
+	return &s->memo[(code * 0x9e3779b97f4a7c15ULL) >> 60];
+}
+
+/*
+ * The fingerprint of the code object at code, 0 if it is not a code object
+ * (err set). A live frame holds a reference to its code, so within one walk
+ * an address names one object: recursion and loops over a few functions
+ * read each code object once per sample, not once per frame.
+ */
+WALK_INLINE __u32 walk_code(struct walk_state *w, __u64 code)
+{
+	const struct py_offsets *o = &w->cfg->off;
+	struct walk_scratch *s = w->scratch;
+	struct walk_memo *m = walk_memo_slot(s, code);
+	__u32 fp;
+
+	if (m->code == code)
+		return m->fingerprint;
+	if (WALK_READ(w->reader, s->cbuf, w->csize & WALK_CBUF_MASK, code)) {
+		w->err = WALK_ERR_READ_CODE;
+		return 0;
+	}
+	if (walk_u64(s->cbuf, o->ob_type, WALK_CBUF_MASK) != w->cfg->code_type_addr) {
+		w->err = WALK_ERR_BAD_CODE;
+		return 0;
+	}
+	fp = walk_fingerprint(s->cbuf, o);
+	m->code = code;
+	m->fingerprint = fp;
+	m->named = 0;
+	return fp;
+}
+
 /*
  * Visit one frame. Returns 1 when the walk is over (done, error or
  * truncated), 0 to be called again. Shaped as a bpf_loop body.
  */
 WALK_INLINE int walk_step(struct walk_state *w)
 {
-	const struct proc_config *cfg = w->cfg;
-	const struct py_offsets *o = &cfg->off;
-	struct walk_scratch *s = w->scratch;
+	const struct py_offsets *o = &w->cfg->off;
 	__u64 frame = w->frame, prev, code;
-	__u32 n = w->n, owner;
+	__u32 n = w->n, owner, fp;
 	struct frame_rec *rec;
+	const __u8 *f;
+	int off;
 
 	/* base_frame is 0 unless the version promises one (3.15+); before,
 	 * the last frame must be an entry frame (bottom_ok stays 1 when the
@@ -226,42 +338,43 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		return 1;
 	}
 	w->visited++;
-	if (WALK_READ(w->reader, s->fbuf, w->fsize & WALK_FREAD_MASK, frame)) {
+	off = walk_fill(w, frame);
+	if (off < 0) {
 		w->err = WALK_ERR_READ_FRAME;
 		return 1;
 	}
-	prev = walk_u64(s->fbuf, o->frame_previous, WALK_FBUF_MASK);
+	f = w->scratch->span + (off & WALK_SPAN_MASK);
+	prev = walk_u64(f, o->frame_previous, WALK_FBUF_MASK);
 	if (prev == frame) {
 		w->err = WALK_ERR_CYCLE;
 		return 1;
 	}
 	w->frame = prev;
-	w->bottom_ok = !w->bottom_mask ||
-		       ((w->bottom_mask >> (s->fbuf[w->bottom_off & WALK_FBUF_MASK] & 7)) & 1);
-	owner = s->fbuf[o->frame_owner & WALK_FBUF_MASK];
+	w->bottom_ok =
+	    !w->bottom_mask || ((w->bottom_mask >> (f[w->bottom_off & WALK_FBUF_MASK] & 7)) & 1);
+	owner = f[o->frame_owner & WALK_FBUF_MASK];
 	if ((w->skip_owners >> (owner & 7)) & 1) {
 		walk_mark_entry(w); /* 3.12+: an entry shim ends one eval call */
 		return 0;
 	}
-	code = walk_u64(s->fbuf, o->frame_code, WALK_FBUF_MASK) & w->code_mask;
+	code = walk_u64(f, o->frame_code, WALK_FBUF_MASK) & w->code_mask;
 	if (code && code == w->skip_code)
 		return 0;
-	if (!code || WALK_READ(w->reader, s->cbuf, w->csize & WALK_CBUF_MASK, code)) {
-		w->err = code ? WALK_ERR_READ_CODE : WALK_ERR_BAD_CODE;
-		return 1;
-	}
-	if (walk_u64(s->cbuf, o->ob_type, WALK_CBUF_MASK) != cfg->code_type_addr) {
+	if (!code) {
 		w->err = WALK_ERR_BAD_CODE;
 		return 1;
 	}
+	fp = walk_code(w, code);
+	if (!fp)
+		return 1;
 	rec = &w->out[n & (BPFPY_MAX_DEPTH - 1)];
 	rec->code = code;
-	rec->instr = (__s32)(walk_u64(s->fbuf, o->frame_instr, WALK_FBUF_MASK) -
-			     (code & w->instr_base_mask));
+	rec->instr =
+	    (__s32)(walk_u64(f, o->frame_instr, WALK_FBUF_MASK) - (code & w->instr_base_mask));
 	/* <= 3.10: one eval call per frame; 3.11: the frame is_entry. */
 	if (!w->instr_base_mask || (w->bottom_mask && w->bottom_ok))
 		rec->instr |= (__s32)FRAME_INSTR_ENTRY;
-	rec->fingerprint = walk_fingerprint(s->cbuf, o);
+	rec->fingerprint = fp;
 	w->n = n + 1;
 	return 0;
 }

@@ -236,6 +236,7 @@ static int name_step(__u32 i, void *data)
 	struct sample_scratch *sc = c->sc;
 	struct code_name *n = &sc->name;
 	const struct frame_rec *f;
+	struct walk_memo *m;
 	struct code_name_key k = {.pid = q->pid};
 	__u32 csize, name_off = o->code_qualname ? o->code_qualname : o->code_name;
 	int len;
@@ -248,6 +249,14 @@ static int name_step(__u32 i, void *data)
 
 		if (prev->code == f->code && prev->fingerprint == f->fingerprint)
 			return 0;
+	}
+	/* Each code object of the walk's memo is looked up once per sample,
+	 * however many frames run it (mutual recursion, loops of calls). */
+	m = walk_memo_slot(&sc->ws, f->code);
+	if (m->code == f->code && m->fingerprint == f->fingerprint) {
+		if (m->named)
+			return 0;
+		m->named = 1;
 	}
 	k.code = f->code;
 	k.fingerprint = f->fingerprint;
