@@ -111,9 +111,11 @@ leaderboard: deps-test
 	@$(MAKE) --no-print-directory all
 	@OUT=$(OUT) scripts/leaderboard.sh
 
+# BENCH_ARGS: passed to scripts/bench.py, e.g. make bench BENCH_ARGS=--quick
+# or BENCH_ARGS='--only kernel --python pyenv-3.12'.
 bench: deps-test
 	@$(MAKE) --no-print-directory all
-	@OUT=$(OUT) scripts/bench.sh $(OUT)/bench.json
+	@OUT=$(OUT) scripts/bench.sh $(OUT)/bench.json $(BENCH_ARGS)
 
 install: $(OUT)/bpfpy
 	install -D -m 0755 $(OUT)/bpfpy $(DESTDIR)$(PREFIX)/bin/bpfpy
