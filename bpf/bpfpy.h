@@ -147,7 +147,7 @@ struct frame_rec {
 
 /* frame_rec.instr bit 31: the frame is the last Python frame (towards the
  * root) that one C-level call of the eval loop owns, so that native frames
- * can be spliced (notes/native_spec.md). walk_instr_index() masks it off. */
+ * can be spliced (docs/native-stacks.md). walk_instr_index() masks it off. */
 #define FRAME_INSTR_ENTRY (1u << 31)
 
 /*
@@ -213,7 +213,7 @@ struct sample_hdr {
 	 * was taken as the thread left the CPU at ts_ns and the record written
 	 * when it came back, weight_ns later, for the reason offcpu_reason. */
 	__u64 weight_ns;
-	/* --native / --kernel (notes/native_spec.md): after the nframes
+	/* --native / --kernel (docs/native-stacks.md): after the nframes
 	 * frame_rec come nnative user return addresses, then nkernel kernel
 	 * ones, each __u64, leaf first. 0 unless the sampler was loaded so. */
 	__u16 nnative;
