@@ -54,7 +54,7 @@ def parse(frame):
     return ("python", frame, "")
 
 
-# pid=N: only that process's stacks (a --threads profile: pid:N;tid:N;...),
+# pid=N: only that process's stacks (a --threads profile: pid:N;tid:N (NAME);...),
 # and the main thread's (tid N) for the shares.
 want_pid = args.get("pid")
 stacks, main_total = [], 0
@@ -65,8 +65,9 @@ for line in open(path, encoding="utf-8", errors="replace"):
     body, _, n = line.rpartition(" ")
     parts = body.split(";")
     ids = {}
-    while parts and re.match(r"^(pid|tid):\d+$", parts[0]):
-        k, v = parts.pop(0).split(":")
+    # --threads: pid:N;tid:N (NAME); the name is the thread's OS name
+    while parts and re.match(r"^(pid|tid):\d+( \(.*\))?$", parts[0]):
+        k, v = parts.pop(0).split(" ", 1)[0].split(":")
         ids[k] = v
     if want_pid and ids.get("pid") != want_pid:
         continue
