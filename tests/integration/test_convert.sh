@@ -4,9 +4,10 @@
 # file converted into each format:
 #   - collapsed, svg, raw and collapsed --threads/--no-lines: byte for byte
 #     equal to record's own;
-#   - speedscope and chrome: equal but for the process names (raw carries no
-#     comm: check/convert_same.py); pprof: `go tool pprof -traces` equal but
-#     for the comm label and the Time line (raw carries neither comm, nor
+#   - speedscope and chrome: equal but for the process and thread names (raw
+#     carries no comm: check/convert_same.py); pprof: `go tool pprof -traces`
+#     equal but for the comm and thread labels and the Time line (raw carries
+#     neither comm nor thread names, nor
 #     first lines, nor the wall-clock start);
 #   - hostile raw input: truncated, a bad field, NUL, too many frames, a
 #     line past 4 MiB, a FIFO, a missing file: exit 2 with the line named,
@@ -40,9 +41,9 @@ convert_one() { # run by each_target
 		json) "$CHECKPY" "$CHECK/convert_same.py" speedscope "$b.json" "$b.conv.json" || fails=$((fails + 1)) ;;
 		trace.json) "$CHECKPY" "$CHECK/convert_same.py" chrome "$b.trace.json" "$b.conv.trace.json" || fails=$((fails + 1)) ;;
 		pb.gz)
-			if diff <(go tool pprof -traces "$b.pb.gz" 2>&1 | grep -v '^ *comm:\|^Time:') \
-				<(go tool pprof -traces "$b.conv.pb.gz" 2>&1 | grep -v '^ *comm:\|^Time:') >"$b.pdiff"; then
-				ok "$label: convert .pb.gz: pprof -traces equal but for comm and Time ($(go tool pprof -traces "$b.pb.gz" 2>/dev/null | grep -c -- '^-----') traces)"
+			if diff <(go tool pprof -traces "$b.pb.gz" 2>&1 | grep -v '^ *comm:\|^ *thread:\|^ *thread_name:\|^Time:') \
+				<(go tool pprof -traces "$b.conv.pb.gz" 2>&1 | grep -v '^ *comm:\|^ *thread:\|^ *thread_name:\|^Time:') >"$b.pdiff"; then
+				ok "$label: convert .pb.gz: pprof -traces equal but for comm, thread names and Time ($(go tool pprof -traces "$b.pb.gz" 2>/dev/null | grep -c -- '^-----') traces)"
 			else
 				bad "$label: pprof -traces differ: $(head -n 6 "$b.pdiff")"
 			fi ;;

@@ -199,7 +199,11 @@ int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts
 			chrome_put_meta(f, "process_name", th->pid, th->pid, name);
 			first = 0;
 		}
-		snprintf(name, sizeof(name), "tid %u", th->tid);
+		/* The thread's OS name where record read it (its comm). */
+		if (th->name && *th->name)
+			snprintf(name, sizeof(name), "%.40s (tid %u)", th->name, th->tid);
+		else
+			snprintf(name, sizeof(name), "tid %u", th->tid);
 		fputs(first ? "" : ",\n", f);
 		chrome_put_meta(f, "thread_name", th->pid, th->tid, name);
 		first = 0;
