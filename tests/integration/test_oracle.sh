@@ -18,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "skip: needs root (ptrace, BPF)"; exit 77; }
 [ -x "$BPFPY" ] || { echo "skip: $BPFPY not built"; exit 77; }
 TOL=0.25
-COLS="mode samples µs errors% impossible impossible% tvd_excess tvd_floor raw_tvd tvd_noise tvd_fn tvd_truth slowdown% lost µs_target µs_sampler"
+COLS="mode samples µs errors% impossible impossible% tvd_excess tvd_floor raw_tvd tvd_noise tvd_fn tvd_truth slowdown% walk% lost µs_target µs_sampler"
 
 while IFS=$'\t' read -r ver label root py; do
 	out=$TMP/$label.txt

@@ -136,6 +136,7 @@ static void gate_finish(struct oracle_gate *g, struct oracle_result *r)
 	oracle_gate_stop(g);
 	r->pairs =
 	    oracle_gate_slowdown(g, &r->slowdown, &r->slowdown_ci, &r->progress_rate, &r->off_rate);
+	r->npairs = g->npairs;
 	for (int i = 0; i < g->npairs; i++)
 		oracle_gate_pair(g, i, &r->pair_rate[i][0], &r->pair_rate[i][1]);
 }

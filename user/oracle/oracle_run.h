@@ -143,6 +143,7 @@ struct oracle_result {
 	double slowdown, slowdown_ci, off_rate, walk, walk_ci;
 	int pairs;
 	double pair_rate[ORACLE_GATE_MAX_PAIRS][2]; /* each pair's on, off rate */
+	int npairs; /* pairs in the window; pairs: those used (complete, off rate > 0) */
 	double errors_pct, impossible_pct, us, us_target, us_sampler;
 };
 

@@ -399,7 +399,7 @@ static json_object *jrun(const struct oracle_result *r)
 	{
 		json_object *pr = json_object_new_array();
 
-		for (int i = 0; i < r->pairs && i < ORACLE_GATE_MAX_PAIRS; i++) {
+		for (int i = 0; i < r->npairs && i < ORACLE_GATE_MAX_PAIRS; i++) {
 			json_object *x = json_object_new_array();
 
 			json_object_array_add(x, jnum(r->pair_rate[i][0]));
