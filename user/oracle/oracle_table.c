@@ -19,6 +19,8 @@
 #define NCOLS 19
 /* A reference that slows the target more than this is flagged. */
 #define REF_SLOWDOWN_FLAG 10.0
+/* A reference with fewer stacks than this is noted under the table. */
+#define REF_FEW_STACKS 200
 
 static double ratio(double a, double b)
 {
@@ -325,6 +327,18 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 		}
 		fprintf(f, "\n");
 	}
+	/* A reference of few samples has few keys: every mode compared with
+	 * it then shows a large tvd_excess that says little about the mode
+	 * (the threads case at 10 kHz: ptrace-low stops 13 threads per
+	 * sample, so its 5% duty allows 6-30 samples, 4-5 keys, where bpf
+	 * sees 16-18). */
+	if (keydist_total(ref0->dist) < REF_FEW_STACKS)
+		fprintf(f,
+			"note: the reference %s has only %.0f stacks (%zu keys): tvd figures "
+			"against it are coarse; a longer --duration or --reference-mode "
+			"bpf-poisson gives more\n",
+			p->modes[p->ref].name, keydist_total(ref0->dist),
+			keydist_nkeys(ref0->dist));
 	for (int m = 0; m < p->nmodes; m++) {
 		struct oracle_agg a;
 
