@@ -85,28 +85,41 @@ static void *gate_thread(void *arg)
 	return NULL;
 }
 
-int oracle_gate_start(struct oracle_gate *g)
+/* Both threads: started flag set on success, errno on failure; joined
+ * after *quit is raised when quit says so. */
+static int thread_start(pthread_t *th, void *(*fn)(void *), void *arg, int *started)
 {
-	int e = pthread_create(&g->th, NULL, gate_thread, g);
+	int e = pthread_create(th, NULL, fn, arg);
 
 	if (e) {
 		errno = e;
 		return -1;
 	}
-	g->started = 1;
+	*started = 1;
 	return 0;
+}
+
+static void thread_stop(pthread_t th, volatile int *quit, int raise, int *started)
+{
+	if (!*started)
+		return;
+	if (raise)
+		__atomic_store_n(quit, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	*started = 0;
+}
+
+int oracle_gate_start(struct oracle_gate *g)
+{
+	return thread_start(&g->th, gate_thread, g, &g->started);
 }
 
 void oracle_gate_stop(struct oracle_gate *g)
 {
-	if (!g->started)
-		return;
 	/* A window that ends on time waits for its last boundary (the mode's
 	 * loop ends a little before it); one that ends early does not. */
-	if (mono_s() < g->start + 2 * g->npairs * g->win - 0.1)
-		__atomic_store_n(&g->quit, 1, __ATOMIC_RELEASE);
-	pthread_join(g->th, NULL);
-	g->started = 0;
+	thread_stop(g->th, &g->quit, mono_s() < g->start + 2 * g->npairs * g->win - 0.1,
+		    &g->started);
 }
 
 double oracle_t975(int df)
@@ -191,30 +204,18 @@ static void *plog_thread(void *arg)
 
 int oracle_plog_start(struct oracle_plog *l, volatile const uint64_t *progress)
 {
-	int e;
-
 	l->n = 0;
 	l->quit = 0;
 	l->started = 0;
 	l->progress = progress;
 	if (!progress)
 		return 0;
-	e = pthread_create(&l->th, NULL, plog_thread, l);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	l->started = 1;
-	return 0;
+	return thread_start(&l->th, plog_thread, l, &l->started);
 }
 
 void oracle_plog_stop(struct oracle_plog *l)
 {
-	if (!l->started)
-		return;
-	__atomic_store_n(&l->quit, 1, __ATOMIC_RELEASE);
-	pthread_join(l->th, NULL);
-	l->started = 0;
+	thread_stop(l->th, &l->quit, 1, &l->started);
 }
 
 /* The log entry nearest t (the log is in time order), or -1. */
