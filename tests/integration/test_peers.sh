@@ -66,12 +66,14 @@ l13=$(targets | awk -F'\t' '$1 ~ /^3\.13\./ && $3 == "/" { print $2; exit }')
 if [ -n "$l13" ] && [ -x "$SID/usr/local/bin/austin" ]; then
 	timeout 150 "$BPFPY" oracle -q --python "$l13" --snippet flat_alternating \
 		--mode ptrace --mode "external:python3 '$ROOT_DIR/scripts/oracle_austin.py' --root '$SID' --austin /usr/local/bin/austin" \
-		--duration 1 --rate 1 >"$TMP/a13.txt" 2>"$TMP/a13.err"
-	row=$(awk '$1 ~ /^ext:/' "$TMP/a13.txt")
-	read -r _ samples _ <<<"$row"
+		--duration 1 --rate 1 --json "$TMP/a13.json" >"$TMP/a13.txt" 2>"$TMP/a13.err"
+	samples=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print([m for m in d["cases"][0]["modes"] if m["mode"].startswith("ext:")][0]["runs"][0]["samples"])' \
+		"$TMP/a13.json" 2>/dev/null)
 	[[ $samples =~ ^[0-9]+$ ]] && ((samples > 0)) \
 		&& ok "austin 3.7.0 on $l13 (host run): $samples samples" \
-		|| bad "austin 3.7.0 on $l13: '${row:-no row}' $(tail -n 2 "$TMP/a13.err" | tr '\n' ' ')"
+		|| bad "austin 3.7.0 on $l13: samples '${samples}' $(tail -n 2 "$TMP/a13.err" | tr '\n' ' ')"
 fi
 
 # A peer that does not support the interpreter: a note, not a row.
