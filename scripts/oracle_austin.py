@@ -65,21 +65,33 @@ def frames_1(parts):
 def main():
     args = sys.argv[1:]
     austin = args[args.index("--austin") + 1] if "--austin" in args else "austin"
+    # --root DIR: AUSTIN is a binary of another root (the sid chroot's
+    # 3.7.0), run HERE through that root's own dynamic loader and libc.
+    # Inside the chroot it cannot open the host target's binary (the paths
+    # in /proc/PID/maps are the host's): on 3.13.0 it then finds no
+    # Py_Version and says "not a Python process" (exit 32); on 3.12 it
+    # guesses 3.12.0. Run here it reads the real binary.
+    run = [austin]
+    if "--root" in args:
+        root = args[args.index("--root") + 1]
+        run = [root + "/lib64/ld-linux-x86-64.so.2", "--library-path",
+               root + "/usr/lib/x86_64-linux-gnu:" + root + "/lib/x86_64-linux-gnu",
+               root + austin]
     pid = os.environ["BPFPY_PID"]
     rate = float(os.environ.get("BPFPY_RATE_HZ", "1000"))
     duration = float(os.environ.get("BPFPY_DURATION", "3"))
     interval = "%d" % (1e6 / rate) if rate > 0 else "0"
     try:
-        ver = subprocess.run([austin, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        ver = subprocess.run(run + ["-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         print("E austin: %s" % e, flush=True)
         return 2
     v3 = not re.search(r"\b[12]\.\d+\.\d+", ver)
     if v3:  # -P: metadata lines; -x: the window; -t: attach patiently on a busy host
-        cmd = [austin, "-P", "-t", "3s", "-i", interval + "us", "-x", "%d" % math.ceil(duration), "-p", pid]
+        cmd = run + ["-P", "-t", "3s", "-i", interval + "us", "-x", "%d" % math.ceil(duration), "-p", pid]
     else:
-        cmd = [austin, "-t", "3000", "-i", interval, "-p", pid]
+        cmd = run + ["-t", "3000", "-i", interval, "-p", pid]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             errors="replace")
     # Bounded whatever Austin does (3.7.0 on 3.13.0 attaches, spins and never

@@ -60,8 +60,13 @@ fi
 sidpy=$(ls "$SID"/usr/bin/python3.1[0-9] 2>/dev/null | head -n 1)
 if [[ ! -x $SID/usr/local/bin/austin || -z $sidpy ]]; then
 	echo "# skip austin-sid: no $SID/usr/local/bin/austin (scripts/targets.sh unpacks it)"
-elif ((minor < 11 || minor > 12)); then
-	echo "# skip austin-sid: sid's austin 3.7.0 samples 3.11-3.12 here, not $ver"
+elif [[ $root != / ]]; then
+	echo "# skip austin-sid: sid's austin 3.7.0 (October 2024) predates $ver's frame layout"
+elif ((minor < 11 || minor > 13)); then
+	echo "# skip austin-sid: sid's austin 3.7.0 is offered for 3.11-3.13 (bookworm's 1.0.1 covers 3.8-3.10), not $ver"
 else
-	printf 'austin-sid\t%s\n' "'$here/pyrun.sh' --proc 'sid-${sidpy##*python}' '$here/oracle_austin.py' --austin /usr/local/bin/austin"
+	# Run on the host through the chroot's loader and libc: inside the
+	# chroot it cannot open a host target's binary and never sampled 3.13
+	# (scripts/oracle_austin.py --root).
+	printf 'austin-sid\t%s\n' "python3 '$here/oracle_austin.py' --root '$SID' --austin /usr/local/bin/austin"
 fi

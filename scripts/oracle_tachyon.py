@@ -15,15 +15,20 @@ the oracle's external protocol (bpfpy oracle --help):
   attempt (the same thing on the single-threaded cases).
 - Its summary's "Captured N samples" and "Error rate: X" (percent) give the
   failed attempts, written as N*X/100 "E" lines.
-- No "S" line: the results only exist after the run, past any window an "S"
-  would open, so the oracle's window (and the target's slowdown%) spans the
-  whole CLI run, its start-up included. The CLI reports no per-sample cost,
-  so no ". US" lines either: the oracle shows µs as "-".
+- "S late SECS" before the stacks: the results only exist after the run,
+  and the CLI's summary line "Captured N samples in SECS seconds" comes the
+  moment its sampling loop ends (read as the CLI prints it), so the window
+  it sampled is the SECS before that line: the oracle counts the target's
+  slowdown% over that window only, not the CLI's start-up (about 0.4 s
+  here). -d takes whole seconds: a fractional window is rounded up, and the
+  CLI's own SECS is what the oracle uses. The CLI reports no per-sample
+  cost, so no ". US" lines: the oracle shows µs as "-".
 - The file is what the collapsed format carries (a short path, often the
   base name), which is what the rules' name@file conditions compare.
 - --no-gc: the artificial <GC> frame is an annotation, not a stack frame;
   the oracle judges stacks. The CLI's sampling is periodic, not Poisson.
 """
+import math
 import os
 import re
 import subprocess
@@ -48,7 +53,7 @@ def frame(text):
 def main():
     pid = os.environ["BPFPY_PID"]
     rate = float(os.environ.get("BPFPY_RATE_HZ", "1000"))
-    duration = os.environ.get("BPFPY_DURATION", "3")
+    duration = str(max(1, math.ceil(float(os.environ.get("BPFPY_DURATION", "3")))))
     out = tempfile.mkdtemp(prefix="bpfpy-tachyon.")
     path = os.path.join(out, "collapsed.txt")
     # rate 0 = as fast as possible: the CLI takes an interval, so ask 1 MHz
@@ -57,11 +62,21 @@ def main():
            "-d", duration, "-a", "--no-gc", "--collapsed", "-o", path, pid]
     if "--blocking" in sys.argv[1:]:
         cmd.insert(-1, "--blocking")
+    said = []
     try:
-        run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, errors="replace", timeout=float(duration) + 60)
+        # Unbuffered, read line by line: the summary's arrival time is when
+        # the sampling ended. The oracle bounds the whole run.
+        run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, errors="replace",
+                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        for note in run.stdout:
+            said.append(note)
+            m = re.match(r"Captured \d+ samples in ([0-9.]+) seconds", note)
+            if m:
+                print("S late %s" % m.group(1), flush=True)
+        run.wait()
         lines = open(path, errors="replace").read().splitlines() if os.path.exists(path) else []
-    except (OSError, subprocess.TimeoutExpired) as e:
+    except OSError as e:
         print("E tachyon: %s" % str(e).replace("\n", " "), flush=True)
         return 2
     finally:
@@ -78,16 +93,17 @@ def main():
         frames = ";".join(frame(p) for p in parts[1 if tid else 0:])
         stack = ("tid=%s %s\n" % (tid, frames)) if tid.isdigit() else frames + "\n"
         w(stack * int(count))
-    m = re.search(r"Captured (\d+) samples", run.stdout)
-    e = re.search(r"Error rate: ([0-9.]+)", run.stdout)
+    out = "".join(said)
+    m = re.search(r"Captured (\d+) samples", out)
+    e = re.search(r"Error rate: ([0-9.]+)", out)
     if m and e:
         w("E tachyon: failed sample\n" * round(int(m.group(1)) * float(e.group(1)) / 100))
-    for note in run.stdout.splitlines()[-3:]:
+    for note in out.splitlines()[-3:]:
         w("# tachyon: %s\n" % note)
     sys.stdout.flush()
     if run.returncode:
         sys.stderr.write("oracle_tachyon: %s exited %d: %s\n"
-                         % (" ".join(cmd[:5]), run.returncode, run.stdout[-300:]))
+                         % (" ".join(cmd[:5]), run.returncode, out[-300:]))
     return run.returncode
 
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bpfpy oracle --peers: each peer adapter (scripts/oracle_austin.py for
-# bookworm's Austin 1.0.1 and sid's 3.7.0, scripts/oracle_tachyon.py live and
+# bookworm's Austin 1.0.1 and sid's 3.7.0 -- also on 3.13 --, scripts/oracle_tachyon.py live and
 # --blocking) on an interpreter it supports, next to the ptrace reference, on
 # flat_alternating at 1 kHz for 1 s.
 #
@@ -58,6 +58,23 @@ for peer in austin austin-sid tachyon-live tachyon-blocking; do
 		bad "$peer on $label: no samples: '${row:-no row}'; $(grep "$label" "$TMP/rcs"); $(tail -n 3 "$TMP/$label.err" | tr '\n' ' ')"
 	fi
 done
+
+# Sid's Austin 3.7.0 on 3.13: run in the chroot it never sampled a host
+# 3.13.0 ("not a Python process"); run on the host through the chroot's
+# loader (oracle_austin.py --root) it must.
+l13=$(targets | awk -F'\t' '$1 ~ /^3\.13\./ && $3 == "/" { print $2; exit }')
+if [ -n "$l13" ] && [ -x "$SID/usr/local/bin/austin" ]; then
+	timeout 150 "$BPFPY" oracle -q --python "$l13" --snippet flat_alternating \
+		--mode ptrace --mode "external:python3 '$ROOT_DIR/scripts/oracle_austin.py' --root '$SID' --austin /usr/local/bin/austin" \
+		--duration 1 --rate 1 --json "$TMP/a13.json" >"$TMP/a13.txt" 2>"$TMP/a13.err"
+	samples=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print([m for m in d["cases"][0]["modes"] if m["mode"].startswith("ext:")][0]["runs"][0]["samples"])' \
+		"$TMP/a13.json" 2>/dev/null)
+	[[ $samples =~ ^[0-9]+$ ]] && ((samples > 0)) \
+		&& ok "austin 3.7.0 on $l13 (host run): $samples samples" \
+		|| bad "austin 3.7.0 on $l13: samples '${samples}' $(tail -n 2 "$TMP/a13.err" | tr '\n' ' ')"
+fi
 
 # A peer that does not support the interpreter: a note, not a row.
 if [ -n "${on[tachyon-live]:-}" ]; then

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bpf_sampler.h"
@@ -30,9 +31,11 @@ static const char doc[] =
     "beside them) under each sampling mode, and measure how truthful each mode is against "
     "a ptrace-stopped reference, against the snippet's own measured time split, and what "
     "it costs the target.\v"
-    "RUN SHAPE. Per case, per run, per mode (and once unsampled, for the baseline rate): a "
-    "fresh target runs the snippet, pinned to the target CPU; after --warmup the mode "
-    "samples it for --duration at --rate kHz; then it gets SIGTERM (a ground-truth snippet "
+    "RUN SHAPE. Per case, per run, per mode: a fresh target runs the snippet, pinned to "
+    "the target CPU; after --warmup the mode samples it for --duration at --rate kHz, in "
+    "--slowdown-pairs pairs of equal sub-windows, sampling on in one half of each pair and "
+    "off in the other (order drawn per pair; see SLOWDOWN); then it gets SIGTERM (a ground-truth "
+    "snippet "
     "writes its totals), SIGKILL if it lingers. Sampling times are absolute (start + i/rate, "
     "or exponential gaps with --poisson); a sample is never taken at or past the deadline, "
     "and a slow sample does not push the schedule back.\n"
@@ -41,7 +44,10 @@ static const char doc[] =
     "sampler on the cpu clock; --rate 0 or a rate above kernel.perf_event_max_sample_rate "
     "runs at that maximum, said in the header; --poisson thins a 8x faster clock), bpf-native "
     "(the same with --native unwinding on: the in-kernel cost includes it; the rules see "
-    "the Python frames), bpf-wall "
+    "the Python frames), bpf-timer "
+    "(the control: the same cpu clocks with a BPF program that returns at its first map "
+    "lookup, as the target is not registered -- the timer interrupt's cost alone; no "
+    "sample, no accuracy figure), bpf-wall "
     "(task-iterator snapshots of every thread on the schedule), external:CMD (see below), "
     "cpython-live and cpython-blocking (CPython 3.15's own _remote_debugging unwinder, "
     "through scripts/oracle_cpython_unwinder.py, run by the target's interpreter).\n"
@@ -49,7 +55,9 @@ static const char doc[] =
     "BPFPY_DURATION, BPFPY_POISSON in its environment ({pid}, {rate_hz}, {duration}, "
     "{poisson} in CMD are replaced too). It samples the PID for that long and writes on "
     "stdout, one line each: 'S' (optional) when sampling begins -- the window starts there; "
-    "'S grouped' also says attempts end with '.' lines; a stack 'f1;f2;...;fn', ROOT FIRST "
+    "'S grouped' also says attempts end with '.' lines; 'S late SECS': the tool sampled the "
+    "SECS before this line and its stacks follow (they are counted until it exits); a stack "
+    "'f1;f2;...;fn', ROOT FIRST "
     "as in collapsed stacks, each frame 'qualname:lineno@file' or 'qualname:lineno' "
     "(lineno digits or '?'; '@file' only after ':lineno', split at the first ':lineno@'; "
     "in name and file %XX stands for byte XX, for ';' '@' '%' and line breaks), "
@@ -70,7 +78,9 @@ static const char doc[] =
     "(empirical floor: TVD between the reference's two interleaved time-block halves, "
     "scaled to the sizes compared -- the IID floor is too small when consecutive samples "
     "are correlated); tvd_fn (function-only keys); tvd_truth (against the snippet's "
-    "measured time split); slowdown% (target progress rate vs the unsampled run); lost "
+    "measured time split); slowdown% (mean±95% half-width, see SLOWDOWN); walk% (bpf rows: "
+    "bpf's slowdown less bpf-timer's, i.e. what the walk itself costs, ± the two halves "
+    "combined in quadrature; needs --mode bpf-timer); lost "
     "(BPF ring-buffer drops); µs_target (what the target pays per attempt: stopped time, "
     "in-kernel time, 0 for live) and µs_sampler (the sampler's own time per attempt).\n"
     "HEADER. Interpreter, cases/runs/duration/rate_khz/warmup/poisson_sampling, CPU count, "
@@ -80,6 +90,20 @@ static const char doc[] =
     "beside it): a target is ready when the _oracle progress counter moves, or, for a "
     "program that does not import _oracle, when it runs a frame of its own file outside "
     "an import (30 s deadline); without a counter slowdown% is '-'.\n"
+    "SLOWDOWN. Per pair of sub-windows on the same target, 100 x (1 - progress rate with "
+    "sampling on / rate with it off), from the snippet's _oracle progress counter read at "
+    "every boundary; the column is the mean over pairs with a Student t 95% interval on "
+    "those paired figures (with --runs N: the mean over runs, ± the runs' half-widths "
+    "combined as for a mean). Off means: bpf and bpf-timer disable their perf events "
+    "(PERF_EVENT_IOC_DISABLE), ptrace/live/bpf-wall take no attempt. An external tool is "
+    "not paused (a stopped tool catches up the samples it missed, a blocking one may be "
+    "stopped holding the target): the target's rate over the window the tool says it "
+    "sampled (from 'S', or 'S late'), so its start-up is not counted, is compared with "
+    "the same target's rate over as long just before the tool starts, both cut into 50 ms "
+    "sub-windows, with Welch's interval (unpaired: wider). When pinned, the target and the "
+    "sampler run at nice -20, so that a shared machine's other load takes less of their "
+    "CPUs. JSON: slowdown_pct, slowdown_ci95 (half-width, points), slowdown_pairs (0: "
+    "unpaired), slowdown_pair_rates, walk_pct, walk_ci95.\n"
     "NO SAMPLE. A mode window that took no sample is printed with its reason and the "
     "oracle exits 1 (before --check).\n"
     "CHECK. --check exits 8 when any mode's mean errors% exceeds --max-errors (default 5), "
@@ -112,12 +136,14 @@ enum {
 	OPT_NO_PIN,
 	OPT_DEFAULT,
 	OPT_PEERS,
+	OPT_PAIRS,
 };
 
 static const struct argp_option options[] = {
     {"snippet", OPT_SNIPPET, "NAME|PATH", 0, "A case (repeatable; default: all)", 0},
     {"mode", OPT_MODE, "MODE", 0,
-     "ptrace, live, bpf, bpf-native, bpf-wall, external:CMD, cpython-live, cpython-blocking "
+     "ptrace, live, bpf, bpf-native, bpf-wall, bpf-timer, external:CMD, cpython-live, "
+     "cpython-blocking "
      "(repeatable; "
      "default ptrace, live, bpf)",
      0},
@@ -127,6 +153,10 @@ static const struct argp_option options[] = {
      0},
     {"duration", OPT_DURATION, "SECONDS", 0, "Sampling window per mode (default 3.0)", 0},
     {"runs", OPT_RUNS, "N", 0, "Repeat everything N times (default 1)", 0},
+    {"slowdown-pairs", OPT_PAIRS, "N", 0,
+     "On/off pairs of sub-windows per mode window, for slowdown% (default: 50 ms sub-windows, "
+     "at most 64 pairs)",
+     0},
     {"rate", OPT_RATE, "KHZ", 0, "Sampling rate in kHz (default 100; 0 = as fast as possible)", 0},
     {"rate-khz", OPT_RATE, "KHZ", OPTION_ALIAS, NULL, 0},
     {"warmup", OPT_WARMUP, "SECONDS", 0, "Before sampling (default 0.7)", 0},
@@ -164,11 +194,9 @@ static int mode_resolve(const char *arg, struct oracle_mode *m)
 	static const struct {
 		const char *name;
 		enum oracle_mode_kind kind;
-	} known[] = {{"ptrace", MODE_PTRACE},
-		     {"live", MODE_LIVE},
-		     {"bpf", MODE_BPF},
-		     {"bpf-native", MODE_BPF},
-		     {"bpf-wall", MODE_BPF_WALL}};
+	} known[] = {{"ptrace", MODE_PTRACE},	  {"live", MODE_LIVE},
+		     {"bpf", MODE_BPF},		  {"bpf-native", MODE_BPF},
+		     {"bpf-wall", MODE_BPF_WALL}, {"bpf-timer", MODE_BPF_TIMER}};
 
 	if (!oracle_reference_mode(arg, m))
 		return 0;
@@ -265,6 +293,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PEERS:
 		o->peers = 1;
+		break;
+	case OPT_PAIRS:
+		o->slowdown_pairs = (int)parse_num(state, "--slowdown-pairs", arg, 1);
+		if (o->slowdown_pairs > 64)
+			argp_error(state, "--slowdown-pairs: at most 64");
 		break;
 	case OPT_PYTHON:
 		o->python = arg;
@@ -427,6 +460,10 @@ static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncp
 	}
 	if (p->pinned && oracle_pin_self(p->cpu_sampler))
 		return diag_errno(d, errno, "cannot pin the sampler to CPU %d", p->cpu_sampler);
+	/* The sampler too (and the peers it starts): a ptrace stop lasts as
+	 * long as the sampler waits for its CPU. */
+	if (p->pinned)
+		(void)setpriority(PRIO_PROCESS, 0, ORACLE_NICE);
 	return 0;
 }
 
@@ -438,7 +475,7 @@ static void bpf_rate(struct oracle_plan *p)
 	int has_bpf = 0;
 
 	for (int i = 0; i < p->nmodes; i++)
-		has_bpf |= p->modes[i].kind == MODE_BPF;
+		has_bpf |= p->modes[i].kind == MODE_BPF || p->modes[i].kind == MODE_BPF_TIMER;
 	if (!has_bpf)
 		return;
 	if (f) {
@@ -510,7 +547,6 @@ int cmd_oracle(int argc, char **argv)
 				.max_errors = 5,
 				.max_tvd_excess = 0.05};
 	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
-	static const struct oracle_mode none = {.kind = MODE_NONE, .name = "unsampled"};
 	static struct oracle_case cases[ORACLE_MAX_CASES];
 	struct oracle_case_result crs[ORACLE_MAX_CASES];
 	char dir[PATH_MAX + 16], exe[PATH_MAX], datadir[PATH_MAX], names[ORACLE_MAX_CASES][64];
@@ -561,7 +597,7 @@ int cmd_oracle(int argc, char **argv)
 	bpf_rate(&plan);
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	l.tty = isatty(2) && !o.quiet;
-	l.windows = ncases * o.runs * (plan.nmodes + 1);
+	l.windows = ncases * o.runs * plan.nmodes;
 	l.t0 = wall0 = mono_s();
 	busy0 = oracle_host_busy();
 	self0 = oracle_self_busy();
@@ -570,18 +606,12 @@ int cmd_oracle(int argc, char **argv)
 
 		cr->c = &cases[ci];
 		cr->res = calloc((size_t)o.runs * (size_t)plan.nmodes, sizeof(*cr->res));
-		cr->baseline = calloc((size_t)o.runs, sizeof(double));
-		if (!cr->res || !cr->baseline)
+		if (!cr->res)
 			return diag_report(
 			    &(struct diag){.code = EXIT_FAIL, .msg = "out of memory"});
 		for (int run = 0; run < o.runs; run++) {
-			struct oracle_result base;
 			uint64_t seed = ((uint64_t)random() << 32) ^ (uint64_t)random();
 
-			oracle_result_init(&base);
-			window(&l, cr->c, &none, run, seed, &base);
-			cr->baseline[run] = base.progress_rate;
-			oracle_result_free(&base);
 			for (int m = 0; m < plan.nmodes; m++) {
 				struct oracle_result *r = &cr->res[run * plan.nmodes + m];
 
@@ -620,7 +650,6 @@ int cmd_oracle(int argc, char **argv)
 		for (int k = 0; k < o.runs * plan.nmodes; k++)
 			oracle_result_free(&crs[ci].res[k]);
 		free(crs[ci].res);
-		free(crs[ci].baseline);
 		rules_free(cases[ci].rules);
 	}
 	for (int i = 0; i < plan.nmodes; i++)

@@ -14,6 +14,9 @@
  *   bpf-wall  wall time of one task-iterator snapshot and its drain; it
  *             runs in our context, so the target pays nothing
  *   external  what the tool reports per attempt ('.' lines), else unknown
+ *   bpf-timer none: it takes no sample, its figure is its slowdown%
+ * Every mode samples only in the "on" halves of its window's on/off pairs
+ * (oracle_gate.h), which is what slowdown% is measured from.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,12 +25,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bpf_sampler.h"
 #include "code_cache.h"
+#include "oracle_gate.h"
 #include "oracle_run.h"
 #include "proc.h"
 #include "ptrace_stop.h"
@@ -117,6 +122,25 @@ static double win_duration(const struct oracle_window *w)
 	return w->p->o->duration * (w->mode->low ? REF_LOW_WINDOW : 1);
 }
 
+/* The gate over the mode's window from start, the pairs from --slowdown-pairs. */
+static void gate_init(struct oracle_gate *g, const struct oracle_window *w, double start,
+		      oracle_gate_fn toggle, void *ctx)
+{
+	oracle_gate_init(g, start, win_duration(w), w->p->o->slowdown_pairs, w->seed ^ 0x51ed,
+			 w->t->progress, toggle, ctx);
+}
+
+/* The gate's figures into r, the thread ended first. */
+static void gate_finish(struct oracle_gate *g, struct oracle_result *r)
+{
+	oracle_gate_stop(g);
+	r->pairs =
+	    oracle_gate_slowdown(g, &r->slowdown, &r->slowdown_ci, &r->progress_rate, &r->off_rate);
+	r->npairs = g->npairs;
+	for (int i = 0; i < g->npairs; i++)
+		oracle_gate_pair(g, i, &r->pair_rate[i][0], &r->pair_rate[i][1]);
+}
+
 /* Append k to a time-ordered key sequence (a copy owned by a keydist). */
 static void seq_push(const char ***seq, size_t *n, size_t *cap, const char *k)
 {
@@ -143,6 +167,7 @@ int oracle_result_init(struct oracle_result *r)
 	r->rstate = rules_state_new();
 	r->raw_tvd = r->tvd_floor = r->tvd_excess = r->tvd_noise = NAN;
 	r->tvd_fn = r->tvd_truth = r->slowdown = r->progress_rate = NAN;
+	r->slowdown_ci = r->off_rate = r->walk = r->walk_ci = NAN;
 	return r->dist && r->dist_run && r->imp && r->phases && r->verdicts && r->rstate ? 0 : -1;
 }
 
@@ -386,8 +411,9 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 	struct oracle_sched sc;
 	struct run_states rs = {0};
 	struct scratch s;
+	struct oracle_gate g;
 	double t, start, deadline;
-	uint64_t p0, nstops = 0;
+	uint64_t nstops = 0;
 	int ret = 0;
 
 	if (scratch_new(&s)) {
@@ -401,7 +427,11 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 	}
 	start = mono_s();
 	deadline = start + win_duration(w);
-	p0 = oracle_target_progress(w->t);
+	gate_init(&g, w, start, NULL, NULL);
+	if (oracle_gate_start(&g)) {
+		ret = diag_errno(d, errno, "oracle: cannot start the on/off thread");
+		goto out;
+	}
 	if (w->mode->low)
 		oracle_sched_init(&sc, start, win_duration(w),
 				  hz > 0 && hz < REF_LOW_START_HZ ? hz : REF_LOW_START_HZ, 1,
@@ -417,6 +447,8 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		t0 = mono_s();
 		if (t0 >= deadline)
 			break;
+		if (!oracle_gate_on(&g))
+			continue;
 		r->attempts++;
 		if (running)
 			run_states_read(&rs, &st);
@@ -467,9 +499,10 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 					   thread_key(&s.stacks[i]),
 					   running && run_states_running(&rs, s.stacks[i].tid));
 	}
-	r->elapsed = mono_s() - start;
-	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
+	gate_finish(&g, r);
+	r->elapsed = g.on_s;
 	r->us_target_known = 1;
+out:
 	if (blocking)
 		stopper_detach(&st);
 	run_states_close(&rs);
@@ -633,11 +666,18 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 	return 0;
 }
 
+/* The gate's switch for the cpu clocks. A clock that refuses is noted:
+ * its pair then measures nothing, which the interval shows. */
+static void bpf_toggle(void *ctx, int on)
+{
+	bpf_sampler_set_enabled(ctx, on);
+}
+
 static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_process *p,
 		   struct code_cache *cache, struct diag *d)
 {
 	const struct oracle_plan *pl = w->p;
-	int wall = w->mode->kind == MODE_BPF_WALL;
+	int wall = w->mode->kind == MODE_BPF_WALL, timer = w->mode->kind == MODE_BPF_TIMER;
 	struct bpf_sampler_opts so = {
 	    .rate_hz = wall	      ? (pl->rate_khz > 0 ? pl->rate_khz * 1000 : 1000)
 		       : w->mode->low ? fmin(pl->bpf_rate_hz, REF_BPF_HZ)
@@ -651,8 +691,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	struct bpf_sampler *s = NULL;
 	struct bpf_ctx c = {.w = w, .r = r, .cache = cache, .wall = wall};
 	uint64_t cnt[CNT__COUNT] = {0};
+	struct oracle_gate g = {0};
 	double start, deadline, t;
-	uint64_t p0;
 	int ret = -1;
 
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
@@ -662,16 +702,27 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 		diag_errno(d, ENOMEM, "oracle");
 		goto out;
 	}
-	if (bpf_sampler_open(&s, &so, d) || bpf_sampler_add(s, p->pid, &p->cfg, d))
+	/* bpf-timer registers no process: on the target's CPU every tick
+	 * finds no config for the running pid and returns (sampler.bpf.c). */
+	if (bpf_sampler_open(&s, &so, d) || (!timer && bpf_sampler_add(s, p->pid, &p->cfg, d)))
 		goto out;
 	code_cache_set_names(cache, bpf_sampler_code_name, s, (uint32_t)p->pid);
+	if (bpf_sampler_start(s, d))
+		goto out;
+	/* Off until the gate's first "on" sub-window. */
+	if (!wall && bpf_sampler_set_enabled(s, false)) {
+		diag_errno(d, errno, "cannot pause the cpu clocks (PERF_EVENT_IOC_DISABLE)");
+		goto out;
+	}
 	start = mono_s();
 	deadline = start + win_duration(w);
 	c.start_ns = to_ns(start);
 	c.deadline_ns = to_ns(deadline);
-	p0 = oracle_target_progress(w->t);
-	if (bpf_sampler_start(s, d))
+	gate_init(&g, w, start, wall ? NULL : bpf_toggle, s);
+	if (oracle_gate_start(&g)) {
+		diag_errno(d, errno, "oracle: cannot start the on/off thread");
 		goto out;
+	}
 	if (!wall) {
 		double now;
 
@@ -703,6 +754,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 			t0 = mono_s();
 			if (t0 >= deadline)
 				break;
+			if (!oracle_gate_on(&g))
+				continue;
 			r->attempts++;
 			c.nrec = 0;
 			c.failed = bpf_sampler_snapshot(s, &dd) != 0;
@@ -730,8 +783,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 		free(arenas);
 		free(nfr);
 	}
-	r->elapsed = mono_s() - start;
-	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
+	gate_finish(&g, r);
+	r->elapsed = g.on_s;
 	/* What the kernel wrote before the deadline still counts; stop the
 	 * clock first, or a drain racing it may never end. */
 	bpf_sampler_stop(s);
@@ -743,6 +796,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	r->us_target_known = 1;
 	ret = 0;
 out:
+	oracle_gate_stop(&g);
 	code_cache_set_names(cache, NULL, NULL, 0);
 	bpf_sampler_close(s);
 	free(c.frames);
@@ -888,10 +942,13 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	int att_n[MAX_THREADS], att_tid[MAX_THREADS], natt = 0, fds[2] = {-1, -1}, st, ended = 0,
 						      grouped = 0, rc;
 	double start, deadline = INFINITY, spawn, hard;
-	uint64_t p0;
+	struct oracle_plog *lg = calloc(1, sizeof(*lg));
+	double off0, off1;
+	int late = 0;
 	pid_t pid;
 
-	if (!fr || !att || !att_lines || !x.buf || pipe2(fds, O_CLOEXEC)) {
+	if (!lg || !fr || !att || !att_lines || !x.buf || pipe2(fds, O_CLOEXEC)) {
+		free(lg);
 		free(fr);
 		free(att);
 		free(att_lines);
@@ -903,11 +960,19 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	snprintf(env[1], sizeof(env[1]), "%.0f", pl->rate_khz * 1000);
 	snprintf(env[2], sizeof(env[2]), "%g", pl->o->duration);
 	snprintf(env[3], sizeof(env[3]), "%d", pl->o->poisson);
+	/* The tool-absent half of the slowdown (oracle_gate.h), just before
+	 * the tool starts, as long as its window. */
+	if (oracle_plog_start(lg, w->t->progress))
+		snprintf(r->note, sizeof(r->note), "cannot log progress: %s", strerror(errno));
+	off0 = mono_s();
+	oracle_sleep_until(off0 + pl->o->duration);
+	off1 = mono_s();
 	spawn = mono_s();
 	hard = spawn + EXT_START_S + pl->o->duration;
-	p0 = oracle_target_progress(w->t);
 	pid = fork();
 	if (pid < 0) {
+		oracle_plog_stop(lg);
+		free(lg);
 		close(fds[0]);
 		close(fds[1]);
 		free(fr);
@@ -938,11 +1003,21 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 		double now = mono_s();
 
 		if (line[0] == 'S' && (line[1] == ' ' || !line[1])) {
-			/* The tool starts sampling now: the window begins. */
+			/* The tool starts sampling now: the window begins
+			 * (its start-up is not in the slowdown). 'S late SECS':
+			 * it sampled the SECS before this line and its stacks
+			 * follow (a tool that writes its profile at the end). */
+			const char *lt = strstr(line, "late");
+			double ago = lt ? strtod(lt + 4, NULL) : 0;
+
 			start = now;
-			p0 = oracle_target_progress(w->t);
 			deadline = start + pl->o->duration;
-			hard = deadline + EXT_GRACE_S;
+			if (lt && ago > 0 && ago <= pl->o->duration + EXT_START_S) {
+				late = 1;
+				start = now - ago;
+				deadline = now;
+			}
+			hard = (late ? now : deadline) + EXT_GRACE_S;
 			grouped = strstr(line, "grouped") != NULL;
 			free(line);
 			continue;
@@ -950,7 +1025,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 		k = oracle_ext_parse(line, &el, fr, BPFPY_MAX_DEPTH);
 		/* A tool that overruns: what it says after the deadline (plus
 		 * the pipe's latency) is not counted. */
-		if (now > deadline + 0.25) {
+		if (!late && now > deadline + 0.25) {
 			if (!ended) {
 				kill(-pid, SIGTERM);
 				ended = 1;
@@ -991,8 +1066,12 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 			natt = 0;
 		}
 	}
-	r->elapsed = mono_s() - start;
-	r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
+	oracle_plog_stop(lg);
+	r->elapsed = fmin(mono_s(), deadline) - start;
+	if (!oracle_plog_slowdown(lg, off0, off1, start, start + r->elapsed, &r->slowdown,
+				  &r->slowdown_ci, &r->progress_rate, &r->off_rate))
+		r->pairs = 0; /* unpaired: see oracle_gate.h */
+	free(lg);
 	for (int i = 0; i < natt; i++)
 		free(att_lines[i]);
 	close(x.fd);
@@ -1019,19 +1098,8 @@ int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct dia
 {
 	struct py_process p;
 	struct code_cache *cache;
-	double start;
-	uint64_t p0;
 	int ret;
 
-	if (w->mode->kind == MODE_NONE) {
-		/* The unsampled baseline: only the progress counter is read. */
-		start = mono_s();
-		p0 = oracle_target_progress(w->t);
-		oracle_sleep_until(start + w->p->o->duration);
-		r->elapsed = mono_s() - start;
-		r->progress_rate = (double)(oracle_target_progress(w->t) - p0) / r->elapsed;
-		return 0;
-	}
 	if (py_process_open(&p, w->t->pid, 0, d))
 		return -1;
 	w->version_hex = p.bin.version_hex;

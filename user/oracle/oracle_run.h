@@ -16,12 +16,15 @@
 
 #include "monotime.h"
 #include "diag.h"
+#include "oracle_gate.h"
 #include "oracle_sched.h"
 #include "oracle_stats.h"
 #include "rules.h"
 
 #define ORACLE_MAX_CASES 64
 #define ORACLE_MAX_MODES 16
+/* The priority of a pinned run's target and sampler. */
+#define ORACLE_NICE -20
 
 /* An interpreter the snippets can run under (a line of scripts/targets.sh). */
 struct oracle_python {
@@ -39,7 +42,15 @@ struct oracle_case {
 	struct rules *rules;
 };
 
-enum oracle_mode_kind { MODE_NONE, MODE_PTRACE, MODE_LIVE, MODE_BPF, MODE_BPF_WALL, MODE_EXTERNAL };
+enum oracle_mode_kind {
+	MODE_NONE,
+	MODE_PTRACE,
+	MODE_LIVE,
+	MODE_BPF,
+	MODE_BPF_WALL,
+	MODE_EXTERNAL,
+	MODE_BPF_TIMER /* the cpu clocks with nothing to walk: the interrupt's cost */
+};
 
 struct oracle_mode {
 	enum oracle_mode_kind kind;
@@ -65,8 +76,9 @@ struct oracle_opts {
 	double max_impossible, max_tvd_excess, max_errors;
 	int cpus_set, cpu_target, cpu_sampler; /* --cpus TARGET,SAMPLER */
 	int dflt, no_pin, quiet, verbose;
-	int rate_set; /* --rate given */
-	int peers;    /* --peers */
+	int rate_set;	    /* --rate given */
+	int peers;	    /* --peers */
+	int slowdown_pairs; /* --slowdown-pairs: on/off pairs per window */
 };
 
 /* One oracle run's derived state, owned by cmd_oracle and read by the rest. */
@@ -124,7 +136,14 @@ struct oracle_result {
 	int ref_run;	/* oracle_compute: compared with the reference's running subset */
 	char note[256]; /* why the run failed, "" if it did not */
 	/* Filled by oracle_compute(). */
-	double raw_tvd, tvd_floor, tvd_excess, tvd_noise, tvd_fn, tvd_truth, slowdown;
+	double raw_tvd, tvd_floor, tvd_excess, tvd_noise, tvd_fn, tvd_truth;
+	/* From the on/off pairs (oracle_gate.h), filled by the mode: slowdown%
+	 * mean and its 95% half-width, the mean off-window rate; walk: bpf's
+	 * slowdown less bpf-timer's (oracle_compute), NAN elsewhere. */
+	double slowdown, slowdown_ci, off_rate, walk, walk_ci;
+	int pairs;
+	double pair_rate[ORACLE_GATE_MAX_PAIRS][2]; /* each pair's on, off rate */
+	int npairs; /* pairs in the window; pairs: those used (complete, off rate > 0) */
 	double errors_pct, impossible_pct, us, us_target, us_sampler;
 };
 
@@ -195,7 +214,6 @@ int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct dia
 struct oracle_case_result {
 	struct oracle_case *c;
 	struct oracle_result *res; /* [run * nmodes + mode] */
-	double *baseline;	   /* per run: unsampled progress rate */
 };
 void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr);
 void oracle_print_header(FILE *f, const struct oracle_plan *p, const struct oracle_python *py,

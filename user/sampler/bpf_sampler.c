@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -386,6 +387,17 @@ double bpf_sampler_keep_prob(const struct bpf_sampler *s)
 int bpf_sampler_ncpus(const struct bpf_sampler *s)
 {
 	return s->ncpus;
+}
+
+int bpf_sampler_set_enabled(struct bpf_sampler *s, bool on)
+{
+	int ret = 0;
+
+	for (int i = 0; i < MAX_CPUS; i++)
+		if (s->pfd[i] >= 0 &&
+		    ioctl(s->pfd[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0))
+			ret = -1;
+	return ret;
 }
 
 void bpf_sampler_stop(struct bpf_sampler *s)

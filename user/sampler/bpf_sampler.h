@@ -7,6 +7,7 @@
 #ifndef BPF_SAMPLER_H
 #define BPF_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -65,6 +66,10 @@ int bpf_sampler_snapshot(struct bpf_sampler *s, struct diag *d);
 /* Stop the clocks: nothing new is written, what is queued can still be
  * drained (a drain that races a running clock may never end). */
 void bpf_sampler_stop(struct bpf_sampler *s);
+/* Pause (false) or resume (true) the cpu clocks without detaching them
+ * (ioctl PERF_EVENT_IOC_DISABLE/ENABLE): the oracle's on/off slowdown
+ * windows. 0, or -1 with errno when an event refused. */
+int bpf_sampler_set_enabled(struct bpf_sampler *s, bool on);
 /* Drain what is in the ring buffer, waiting up to timeout_ms for the first
  * record. Returns records handled, or -1. */
 int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx);
