@@ -113,7 +113,7 @@ dumps 10 "fork churn"
 not_stopped "$PY_PID" "fork churn, after the dumps"
 record "fork churn" "$TMP/fork.folded" -d 2
 s=$(samples_of) e=$(errors_of)
-rows=$(grep -c ' samples, ' "$TMP/rec.err")
+rows=$(grep -c '^ *pid [0-9].* samples, ' "$TMP/rec.err")
 if ((s > 200 && e * 20 <= s && rows == 1)) && grep -q 'churn_forks' "$TMP/fork.folded"; then
 	ok "fork churn: record -p: $s samples, $e errors, children not sampled"
 	row "fork churn: record -p -d 2" "exit 0; $s samples, $e errors; children not sampled"
@@ -121,7 +121,7 @@ else
 	bad "fork churn: record -p: $s samples, $e errors, $rows summary rows"
 fi
 record "fork churn --subprocesses" "$TMP/forksub.folded" -d 2 --subprocesses
-rows=$(grep -c ' samples, ' "$TMP/rec.err")
+rows=$(grep -c '^ *pid [0-9].* samples, ' "$TMP/rec.err")
 [[ $REC_RC == 0 ]] && ok "fork churn: record --subprocesses exit 0, $rows processes sampled" &&
 	row "fork churn: record --subprocesses -d 2" "exit 0; $rows processes sampled"
 not_stopped "$PY_PID" "fork churn, after record"
@@ -135,7 +135,7 @@ if [[ -n $other ]]; then
 		idle=()
 		[[ $clock == wall ]] && idle=(--idle)
 		record "exec ($clock clock)" "$TMP/exec.folded" -d 4 --clock "$clock" "${idle[@]}" -v
-		n=$(grep -c ' samples, ' "$TMP/rec.err")
+		n=$(grep -c '^ *pid [0-9].* samples, ' "$TMP/rec.err")
 		if grep -q "pid $PY_PID exec'd .*: sampling it again" "$TMP/rec.err" && ((n == 2)) &&
 			grep -q "exec'd)" "$TMP/rec.err" && grep -q 'exec_later' "$TMP/exec.folded" &&
 			grep -q 'heavy' "$TMP/exec.folded"; then
