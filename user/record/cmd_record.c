@@ -334,6 +334,7 @@ struct rec_ctx {
 	struct rec_target *last; /* target of the previous record */
 	struct launch *launch;	 /* record -- CMD, or NULL */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
+	uint32_t named;			   /* of the profile's threads, how many were named */
 	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
 	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
@@ -427,12 +428,15 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	} else if (c->raw.f && !unnamed) {
 		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
 	}
-	if (!unnamed && s.nframes && !profile_thread_name(c->prof, h->pid, h->tid)) {
+	/* Threads the profile met for the first time: their OS name while they
+	 * live. Counted by the profile's thread table, so the per-sample path
+	 * pays no lookup. */
+	for (; c->named < c->prof->nthreads; c->named++) {
+		const struct prof_thread *th = &c->prof->threads[c->named];
 		char name[64];
 
-		/* First sight of this thread: its OS name while it lives. */
-		proc_thread_comm((pid_t)h->pid, (pid_t)h->tid, name, sizeof(name));
-		profile_set_thread_name(c->prof, h->pid, h->tid, name);
+		proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
+		profile_set_thread_name(c->prof, th->pid, th->tid, name);
 	}
 	return 0;
 }
