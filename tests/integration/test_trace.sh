@@ -159,6 +159,23 @@ if have pyenv-3.12; then
 	lat=$(loc_field "$TMP/up.err" "uprobe libpython3.12.so.1.0:PyObject_Repr" leaf 5)
 	[ "${lat:-0}" -ge 2000 ] && ok "3.12 uretprobe latencies: $lat" ||
 		bad "3.12 latencies: $lat $(cat "$TMP/up.err")"
+	# Names survive the target: the tracer is stopped while the target
+	# makes its calls and exits, so every record is drained after the code
+	# objects (and the process) are gone. The names are the kernel's copies
+	# (code_names); reading the dead process would give <unknown>.
+	read -r gin gout < <(go_path pyenv-3.12 go-dead)
+	start_py pyenv-3.12 "$PYDIR/trace_repr.py" 300 "$gin" || exit 1
+	tpid=$PY_PID
+	trace_bg "$TMP/dead" -p "$tpid" --threshold 0 -f collapsed -o "$TMP/dead.folded" \
+		--uprobe libpython3.12:PyObject_Repr || exit 1
+	kill -STOP "$TR_PID"
+	touch "$gout"
+	wait_bounded "$tpid" 30 >/dev/null
+	kill -CONT "$TR_PID"
+	wait_bounded "$TR_PID" 30
+	n=$(awk '/;mid \([^;]*;leaf \([^;]*;\[uprobe/ { s += $NF } END { print s + 0 }' "$TMP/dead.folded" 2>/dev/null)
+	[ "${n:-0}" -ge 300 ] && ok "3.12 names after the target exited: $n of 300 hits in leaf() under mid()" ||
+		bad "3.12 names after exit: $n: $(head -c 600 "$TMP/dead.folded" 2>/dev/null) $(cat "$TMP/dead.err")"
 	# --list and the refusals
 	read -r gin gout < <(go_path pyenv-3.12 go-l12)
 	start_py pyenv-3.12 "$PYDIR/trace_repr.py" 1 "$gin" || exit 1

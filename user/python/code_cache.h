@@ -124,7 +124,7 @@ int code_cache_sym(void *cache, const struct frame_rec *f, struct sym_frame *out
 /*
  * Where names of freed code objects come from: fn fills out with what the
  * kernel copied on the first sample that showed (pid, addr, fingerprint)
- * (the BPF map code_names, bpf_sampler_code_name) and returns 0, or -1
+ * (the BPF map code_names, bpf_loader_code_name) and returns 0, or -1
  * when it has nothing. Consulted when the object cannot be read or is no
  * longer the sampled one (the entry's name then comes from the copy, its
  * file may be CODE_CACHE_UNKNOWN, its lines those the copied prefix of the

@@ -10,6 +10,7 @@
 
 #include <bpf/bpf.h>
 
+#include "bpfpy.h"
 #include "privilege.h"
 #include "proc.h"
 
@@ -129,4 +130,12 @@ int bpf_loader_attach_cpus(struct bpf_program *prog, struct perf_event_attr *att
 	if (!attached)
 		return diag_set(d, EXIT_HOST, "no online CPU accepted a cpu-clock event");
 	return attached;
+}
+
+int bpf_loader_code_name(void *map_fd, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			 struct code_name *out)
+{
+	struct code_name_key k = {.pid = pid, .fingerprint = fingerprint, .code = addr};
+
+	return bpf_map_lookup_elem(*(int *)map_fd, &k, out) ? -1 : 0;
 }

@@ -48,4 +48,15 @@ int bpf_loader_percpu_sum(int map_fd, uint32_t n, uint64_t *out);
 int bpf_loader_attach_cpus(struct bpf_program *prog, struct perf_event_attr *attr, const int *cpus,
 			   int ncpus, int *pfd, struct bpf_link **links, struct diag *d);
 
+/*
+ * The names the kernel copied on a code object's first sight (code_names,
+ * bpf/py_sample.bpf.h), for code_cache_set_names(): ctx points to the
+ * map's fd. Every program that includes py_sample.bpf.h fills the map, so
+ * a frame whose code object died before user space read it keeps its name.
+ * Returns 0 when found, -1 when not.
+ */
+struct code_name;
+int bpf_loader_code_name(void *map_fd, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			 struct code_name *out);
+
 #endif /* BPF_LOADER_H */

@@ -369,9 +369,8 @@ int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t f
 			  struct code_name *out)
 {
 	struct bpf_sampler *s = sampler;
-	struct code_name_key k = {.pid = pid, .fingerprint = fingerprint, .code = addr};
 
-	return bpf_map_lookup_elem(s->names_fd, &k, out) ? -1 : 0;
+	return bpf_loader_code_name(&s->names_fd, pid, addr, fingerprint, out);
 }
 
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s)
