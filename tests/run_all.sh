@@ -51,7 +51,10 @@ run() { # name, limit, command...
 	0) pass=$((pass + 1)); printf 'PASS  %-40s %6ss\n' "$name" "$secs" ;;
 	77) skip=$((skip + 1)); printf 'SKIP  %-40s %s\n' "$name" "$(tail -n 1 "$log_dir/$name.log")" ;;
 	*) fail=$((fail + 1)); failed+=("$name"); printf 'FAIL  %-40s %6ss (rc %d)\n' "$name" "$secs" "$rc"
-	   sed 's/^/      | /' "$log_dir/$name.log" | tail -n 40 ;;
+	   # the failed checks first (a CI page may show only the start of
+	   # this), then the end of the log
+	   grep -m 10 -E '^(FAIL|run_all):|FAIL: ' "$log_dir/$name.log" | cut -c1-400 | sed 's/^/      ! /'
+	   sed 's/^/      | /' "$log_dir/$name.log" | tail -n 40 | cut -c1-600 ;;
 	esac
 }
 
