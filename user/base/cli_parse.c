@@ -71,3 +71,38 @@ long cli_long(struct argp_state *state, const char *arg, long lo, long hi, const
 		argp_error(state, "%s must be %ld..%ld", what, lo, hi);
 	return v;
 }
+
+enum { OPT_SUBPROCESSES = 0x5e1 };
+
+static const struct argp_option target_sel_options[] = {
+    {"pid", 'p', "PID[,PID...]", 0, "Processes to sample (repeatable)", 0},
+    {"all", 'a', NULL, 0, "Every CPython process on the host, also those started later", 0},
+    {"subprocesses", OPT_SUBPROCESSES, NULL, 0, "Also sample descendants of the targets", 0},
+    {0},
+};
+
+static error_t target_sel_parse(int key, char *arg, struct argp_state *state)
+{
+	struct target_sel *t = state->input;
+
+	switch (key) {
+	case 'p':
+		t->npids = parse_pid_list(arg, t->pids, t->npids, TARGET_SEL_MAX_PIDS);
+		if (t->npids < 0)
+			argp_error(state, "invalid PID list '%s' (at most %d PIDs)", arg,
+				   TARGET_SEL_MAX_PIDS);
+		break;
+	case 'a':
+		t->all = 1;
+		break;
+	case OPT_SUBPROCESSES:
+		t->children = 1;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp target_sel_argp = {
+    target_sel_options, target_sel_parse, NULL, NULL, NULL, NULL, NULL};

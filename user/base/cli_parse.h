@@ -19,4 +19,19 @@ double parse_seconds(const char *s);
  * (which exits with the usage code). */
 long cli_long(struct argp_state *state, const char *arg, long lo, long hi, const char *what);
 
+/*
+ * Which processes a sampling command (record, top) watches: -p PID[,PID...]
+ * (repeatable), -a (every CPython process, also later ones) and
+ * --subprocesses (the targets' descendants too). One argp child parses them
+ * for every such command: the parent points state->child_inputs[0] at its
+ * struct target_sel in ARGP_KEY_INIT and checks "-p, -a or --" itself.
+ */
+#define TARGET_SEL_MAX_PIDS 256
+struct target_sel {
+	pid_t pids[TARGET_SEL_MAX_PIDS];
+	int npids;
+	int all, children;
+};
+extern const struct argp target_sel_argp;
+
 #endif /* CLI_PARSE_H */

@@ -32,7 +32,6 @@
 #include "offcpu.h"
 #include "proc.h"
 
-#define MAX_PIDS 256
 /* -o may be given this many times: one recording, written in each format. */
 #define MAX_OUTPUTS 8
 /* How often the ring buffer is drained and new processes are looked for. */
@@ -40,9 +39,7 @@
 #define SCAN_EVERY_MS 250
 
 struct record_opts {
-	pid_t pids[MAX_PIDS];
-	int npids;
-	int all, children;
+	struct target_sel sel; /* -p, -a, --subprocesses */
 	double rate_hz;
 	int poisson;
 	unsigned poisson_factor;
@@ -150,7 +147,6 @@ enum {
 	OPT_THREADS,
 	OPT_NO_LINES,
 	OPT_FORCE,
-	OPT_SUBPROCESSES,
 	OPT_MAX_DEPTH,
 	OPT_RINGBUF,
 	OPT_SOURCE_ROOT,
@@ -161,9 +157,6 @@ enum {
 };
 
 static const struct argp_option options[] = {
-    {"pid", 'p', "PID[,PID...]", 0, "Processes to sample (repeatable)", 0},
-    {"all", 'a', NULL, 0, "Every CPython process on the host, also those started later", 0},
-    {"subprocesses", OPT_SUBPROCESSES, NULL, 0, "Also sample descendants of the targets", 0},
     {"rate", 'F', "RATE", 0, "Samples per second: 997, 10k, 10khz (default 1khz)", 0},
     {"poisson", OPT_POISSON, NULL, 0, "Random (Poisson) sampling times, see below", 0},
     {"poisson-factor", OPT_POISSON_FACTOR, "K", 0, "Base clock factor for --poisson (2..64)", 0},
@@ -202,17 +195,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	struct record_opts *o = state->input;
 
 	switch (key) {
-	case 'p':
-		o->npids = parse_pid_list(arg, o->pids, o->npids, MAX_PIDS);
-		if (o->npids < 0)
-			argp_error(state, "invalid PID list '%s'", arg);
-		break;
-	case 'a':
-		o->all = 1;
-		break;
-	case OPT_SUBPROCESSES:
-		o->children = 1;
-		break;
 	case 'F':
 		o->rate_hz = parse_rate_hz(arg);
 		if (o->rate_hz <= 0 || o->rate_hz > 1e6)
@@ -300,10 +282,13 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument '%s' (a command to launch goes after --)",
 			   arg);
 		break;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &o->sel;
+		break;
 	case ARGP_KEY_END:
-		if (!o->npids && !o->all && !o->cmd)
+		if (!o->sel.npids && !o->sel.all && !o->cmd)
 			argp_error(state, "give -p PID or -a, or -- CMD ARGS...");
-		if (o->cmd && (o->npids || o->all))
+		if (o->cmd && (o->sel.npids || o->sel.all))
 			argp_error(state, "-- CMD launches its own target: no -p or -a with it");
 		if (o->idle && o->offcpu == 2) { /* --clock wall --idle: the snapshot clock */
 			o->offcpu = 0;
@@ -626,7 +611,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 				for (int i = 0; i < c->ts->n; i++)
 					if (c->ts->t[i]->exited)
 						native_syms_forget(c->ns, c->ts->t[i]->pid);
-			if (!alive && !o->all && !c->launch) {
+			if (!alive && !o->sel.all && !c->launch) {
 				if (!o->quiet)
 					fprintf(stderr, "%sbpfpy record: every target exited\n",
 						tty ? "\n" : "");
@@ -697,7 +682,8 @@ static const char *common_root(const struct target_set *ts)
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {.rate_hz = 1000};
-	struct argp argp = {options, parse, NULL, doc, NULL, help_filter, NULL};
+	struct argp_child children[] = {{&target_sel_argp, 0, "Targets:", 0}, {0}};
+	struct argp argp = {options, parse, NULL, doc, children, help_filter, NULL};
 	struct target_set ts = {0};
 	struct bpf_sampler *s = NULL;
 	struct rec_ctx c = {.o = &o, .ts = &ts};
@@ -759,8 +745,8 @@ int cmd_record(int argc, char **argv)
 		}
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	ts.max_depth = o.max_depth;
-	ts.all = o.all;
-	ts.children = o.children;
+	ts.all = o.sel.all;
+	ts.children = o.sel.children;
 	ts.verbose = o.verbose;
 	c.frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.frames)); /* + an off-CPU reason */
 	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.offcpu == 1	       ? "offcpu"
@@ -796,7 +782,7 @@ int cmd_record(int argc, char **argv)
 		    .ringbuf_mb = o.ringbuf_mb,
 		    .verbose = o.verbose,
 		    .wall = o.wall,
-		    .targets_grow = o.all || o.children || o.cmd,
+		    .targets_grow = o.sel.all || o.sel.children || o.cmd,
 		    .offcpu = o.offcpu,
 		    .min_block_ns = (uint64_t)(o.min_block_us * 1000),
 		    .native = o.native,
@@ -809,8 +795,8 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	ts.sampler = s;
-	for (int i = 0; i < o.npids; i++) {
-		if (targets_add(&ts, o.pids[i], &d)) {
+	for (int i = 0; i < o.sel.npids; i++) {
+		if (targets_add(&ts, o.sel.pids[i], &d)) {
 			ret = diag_report(&d);
 			goto out;
 		}

@@ -33,12 +33,11 @@
 #include "signals.h"
 #include "text_escape.h"
 
-#define MAX_PIDS 256
-#define POLL_MS	 20
+#define POLL_MS 20
 
 struct top_opts {
-	pid_t pids[MAX_PIDS];
-	int npids, all, children, wall, idle;
+	struct target_sel sel; /* -p, -a, --subprocesses */
+	int wall, idle;
 	double rate_hz, duration;
 	int sort; /* 'o' own, 't' total, 'n' name */
 	int verbose;
@@ -61,12 +60,9 @@ static const char doc[] =
     "  sudo bpfpy top -p 1234\n"
     "  sudo bpfpy top -a --clock wall\n\n" EXIT_CODES_DOC;
 
-enum { OPT_CLOCK = 256, OPT_IDLE, OPT_SUBPROCESSES };
+enum { OPT_CLOCK = 256, OPT_IDLE };
 
 static const struct argp_option options[] = {
-    {"pid", 'p', "PID[,PID...]", 0, "Processes to watch (repeatable)", 0},
-    {"all", 'a', NULL, 0, "Every CPython process on the host, also those started later", 0},
-    {"subprocesses", OPT_SUBPROCESSES, NULL, 0, "Also watch descendants of the targets", 0},
     {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
     {"idle", OPT_IDLE, NULL, 0, "Wall clock: count threads not running too", 0},
     {"rate", 'F', "RATE", 0, "Samples per second per thread (default 100)", 0},
@@ -80,17 +76,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	struct top_opts *o = state->input;
 
 	switch (key) {
-	case 'p':
-		o->npids = parse_pid_list(arg, o->pids, o->npids, MAX_PIDS);
-		if (o->npids < 0)
-			argp_error(state, "invalid PID list '%s'", arg);
-		break;
-	case 'a':
-		o->all = 1;
-		break;
-	case OPT_SUBPROCESSES:
-		o->children = 1;
-		break;
 	case OPT_CLOCK:
 		if (!strcmp(arg, "wall"))
 			o->wall = 1;
@@ -116,8 +101,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &o->sel;
+		break;
 	case ARGP_KEY_END:
-		if (!o->npids && !o->all)
+		if (!o->sel.npids && !o->sel.all)
 			argp_error(state, "give -p PID or -a");
 		if (o->idle && !o->wall)
 			argp_error(state, "--idle goes with --clock wall");
@@ -408,7 +396,8 @@ static int read_keys(struct top_ctx *c, int keys)
 int cmd_top(int argc, char **argv)
 {
 	struct top_opts o = {.rate_hz = 100, .sort = 'o'};
-	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
+	struct argp_child children[] = {{&target_sel_argp, 0, "Targets:", 0}, {0}};
+	struct argp argp = {options, parse, NULL, doc, children, NULL, NULL};
 	struct target_set ts = {0};
 	struct bpf_sampler *s = NULL;
 	struct top_ctx c = {.o = &o, .ts = &ts};
@@ -422,8 +411,8 @@ int cmd_top(int argc, char **argv)
 		return diag_report(&d);
 	keys = isatty(0);
 	screen = isatty(1);
-	ts.all = o.all;
-	ts.children = o.children;
+	ts.all = o.sel.all;
+	ts.children = o.sel.children;
 	ts.verbose = o.verbose;
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
 	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.wall ? "wall" : "cpu");
@@ -438,7 +427,7 @@ int cmd_top(int argc, char **argv)
 		    .rate_hz = o.rate_hz,
 		    .verbose = o.verbose,
 		    .wall = o.wall,
-		    .targets_grow = o.all || o.children,
+		    .targets_grow = o.sel.all || o.sel.children,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {
@@ -447,8 +436,8 @@ int cmd_top(int argc, char **argv)
 		}
 	}
 	ts.sampler = s;
-	for (int i = 0; i < o.npids; i++)
-		if (targets_add(&ts, o.pids[i], &d)) {
+	for (int i = 0; i < o.sel.npids; i++)
+		if (targets_add(&ts, o.sel.pids[i], &d)) {
 			ret = diag_report(&d);
 			goto out;
 		}
@@ -496,7 +485,7 @@ int cmd_top(int argc, char **argv)
 		now = mono_s();
 		if (now - last_scan >= 0.25) {
 			targets_scan(&ts);
-			if (!targets_reap(&ts) && !o.all) {
+			if (!targets_reap(&ts) && !o.sel.all) {
 				render(&c, s, now - t0, rate, screen);
 				tty_restore();
 				fprintf(stderr, "bpfpy top: every target exited\n");
