@@ -6,7 +6,7 @@
 # exactly. The main thread stops on its last line, past the copy: dump must
 # show the line as unknown (no ":N" in text, -1 in --json), where before it
 # printed the line at which the copy ended (32769 on 3.9), a confident
-# wrong answer.
+# wrong answer. record's summary counts frames drawn with line -1.
 source "$(dirname "$0")/lib.sh"
 use_bpfpy
 PYDIR=$ROOT_DIR/tests/integration/py
@@ -51,6 +51,16 @@ sys.exit(0 if lines == [-1, int(sys.argv[1])] else "long_fn lines %s" % lines)
 		ok "$label: --json gives lines -1 and $early for the two long_fn frames"
 	else
 		bad "$label: --json: ${why:0:300}"
+	fi
+	# record's summary counts such frames (the snapshot clock samples the
+	# sleeping threads): the main thread's is one, the early one is not
+	timeout 60 "$BPFPY" record -p "$pid" -d 1 --clock snapshot --idle -o "$TMP/$label.folded" \
+		>"$TMP/$label.rec" 2>&1
+	if grep -Eq '^  lines unknown: [1-9][0-9]* code locations' "$TMP/$label.rec" &&
+		grep -q "long_fn (long_generated.py:-1)" "$TMP/$label.folded"; then
+		ok "$label: record's summary counts the frames drawn with line -1"
+	else
+		bad "$label: record summary without 'lines unknown': $(grep -E 'code cache|lines' "$TMP/$label.rec")"
 	fi
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null

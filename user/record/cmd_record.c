@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "diag.h"
 #include "profile.h"
+#include "pystr.h"
 #include "signals.h"
 #include "record_targets.h"
 #include "launch.h"
@@ -112,7 +113,10 @@ static const char doc[] =
     "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
-    "kernel named on first sight (so that code freed before we read it keeps its name); with "
+    "kernel named on first sight (so that code freed before we read it keeps its name); "
+    "lines unknown = code locations (code object and instruction, each counted when it is "
+    "named) drawn with line -1 because the line table is longer than the 64 KiB read (only "
+    "printed when not 0); with "
     "--native/--kernel, native symbols (files named, of those through debug files, kernel "
     "symbols) and the parts of samples not placed in the stack, by cause (README: "
     "--native). "
@@ -504,6 +508,7 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	uint64_t cnt[CNT__COUNT];
 	const struct record_opts *o = c->o;
 	size_t now, peak;
+	uint64_t lines_cut;
 	int live;
 
 	if (bpf_sampler_counters(s, cnt))
@@ -556,11 +561,16 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 			(unsigned long long)c->dropped_idle);
 	if (c->ns)
 		splice_summary(stderr, c->ns, c->splice_causes);
-	now = targets_cache_usage(c->ts, &live, &peak);
+	now = targets_cache_usage(c->ts, &live, &peak, &lines_cut);
 	fprintf(stderr,
 		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
 		"%llu named by the kernel\n",
 		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED]);
+	if (lines_cut)
+		fprintf(stderr,
+			"  lines unknown: %llu code locations named with line -1 (line table "
+			"longer than the %d bytes read)\n",
+			(unsigned long long)lines_cut, PYBYTES_DEFAULT_CAP);
 	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
 	if (cnt[CNT_KEPT])
 		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",

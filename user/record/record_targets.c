@@ -347,6 +347,12 @@ static size_t note_cache(struct target_set *ts, const struct code_cache *c)
 /* A target that exited or exec'd: only its summary stays. */
 static void release(struct target_set *ts, struct rec_target *t)
 {
+	if (t->cache) {
+		struct code_cache_stats st;
+
+		code_cache_get_stats(t->cache, &st);
+		ts->lines_cut_gone += st.lines_cut;
+	}
 	note_cache(ts, t->cache);
 	code_cache_free(t->cache);
 	t->cache = NULL;
@@ -386,13 +392,19 @@ int targets_reap(struct target_set *ts)
 	return alive + ts->nfollow;
 }
 
-size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out)
+size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out,
+			   uint64_t *lines_cut_out)
 {
 	size_t total = 0;
 	int live = 0;
 
+	*lines_cut_out = ts->lines_cut_gone;
 	for (int i = 0; i < ts->n; i++)
 		if (ts->t[i]->cache) {
+			struct code_cache_stats st;
+
+			code_cache_get_stats(ts->t[i]->cache, &st);
+			*lines_cut_out += st.lines_cut;
 			total += note_cache(ts, ts->t[i]->cache);
 			live++;
 		}
