@@ -529,3 +529,18 @@ void launch_end(struct launch *l)
 		close(l->errpipe);
 	l->errpipe = -1;
 }
+
+int launch_split_argv(int *argc, char **argv, char ***cmd, const char *who)
+{
+	for (int i = 1; i < *argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			*cmd = argv + i + 1;
+			*argc = i;
+			if (!argv[i + 1]) {
+				fprintf(stderr, "bpfpy %s: no command after --\n", who);
+				return -1;
+			}
+			return 0;
+		}
+	return 0;
+}

@@ -71,6 +71,12 @@ struct launch {
 	void *ready_ctx;
 };
 
+/* `CMD [OPTIONS] -- CMD ARGS...`: everything after the first "--" is the
+ * command, never our options. *cmd gets it (NULL without "--") and *argc
+ * shrinks to what argp parses. -1 (with the message "bpfpy WHO: no command
+ * after --" printed) for a "--" with nothing after it. */
+int launch_split_argv(int *argc, char **argv, char ***cmd, const char *who);
+
 /* Fork and exec argv (argv[0] looked up in PATH); the child is left in a
  * ptrace stop, not yet exec'd. 0, or -1 with d set. */
 int launch_start(struct launch *l, char *const argv[], struct diag *d);

@@ -553,17 +553,8 @@ int cmd_trace(int argc, char **argv)
 	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
 	int ret = EXIT_OK, names_fd = -1;
 
-	/* Everything after "--" is the command, never our options. */
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--")) {
-			o.cmd = argv + i + 1;
-			argc = i;
-			if (!o.cmd[0]) {
-				fprintf(stderr, "bpfpy trace: no command after --\n");
-				return EXIT_USAGE;
-			}
-			break;
-		}
+	if (launch_split_argv(&argc, argv, &o.cmd, "trace"))
+		return EXIT_USAGE;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
 	if (signals_install(&d))
