@@ -105,6 +105,15 @@ record_target() { # run by each_target, in a subshell; exit status = failures
 		total=$(awk '{s += $NF} END {print s + 0}' "$TMP/$label.folded")
 		[[ $n == "$total" ]] && ok "$label: summary's $n samples = folded total" ||
 			bad "$label: summary says '$n' samples, the folded counts sum to $total"
+		# bpfpy's own CPU: present, within what 2 s on every CPU allow, and
+		# per sample = seconds / samples (the summary's own figures)
+		cpu=$(awk '/^  bpfpy CPU while sampling / { gsub(/[(%,]/, " "); print $5, $7, $11 }' "$TMP/$label.err")
+		if [[ -n $cpu ]] && awk -v n="$n" -v c="$(nproc)" '{ s = $1; pc = $2; us = $3
+			exit !(s >= 0 && s <= 2.5 * c && pc <= 100 * c && (n == 0 || (us - s * 1e6 / n) ^ 2 < (0.01 + 0.001 * 1e6 / n) ^ 2)) }' <<<"$cpu"; then
+			ok "$label: summary gives bpfpy's own CPU while sampling ($cpu: s, %, us per sample)"
+		else
+			bad "$label: no consistent 'bpfpy CPU while sampling' line: '$cpu' ($n samples)"
+		fi
 	fi
 	stop_py "$pid"
 }

@@ -110,7 +110,11 @@ static const char doc[] =
     "(ring buffer full), errors by cause (a failed walk, or a frame whose code was freed "
     "before it could be named, is counted, never drawn), truncated "
     "(deeper than --max-depth, leaf part kept); effective rate = emitted samples / elapsed "
-    "seconds; in-kernel cost = mean BPF time per kept tick, and per frame walked; code "
+    "seconds; bpfpy CPU while sampling = bpfpy's own CPU time (user and system, every "
+    "thread) from the start of sampling to the summary: draining, naming, aggregating, "
+    "/proc and exec events, not the loading of the BPF programs before it nor the "
+    "writing of the outputs after it; per sample = that / emitted samples; in-kernel cost = mean "
+    "BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
     "kernel named on first sight (so that code freed before we read it keeps its name); "
@@ -503,7 +507,7 @@ static void print_target_rows(const struct target_set *ts)
 	free(sorted);
 }
 
-static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed)
+static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed, double cpu_s)
 {
 	uint64_t cnt[CNT__COUNT];
 	const struct record_opts *o = c->o;
@@ -571,6 +575,11 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 			"  lines unknown: %llu code locations named with line -1 (line table "
 			"longer than the %d bytes read)\n",
 			(unsigned long long)lines_cut, PYBYTES_DEFAULT_CAP);
+	fprintf(stderr, "  bpfpy CPU while sampling %.3f s (%.1f%% of a CPU)", cpu_s,
+		elapsed > 0 ? 100 * cpu_s / elapsed : 0);
+	if (c->samples)
+		fprintf(stderr, ", %.2f us per sample", cpu_s * 1e6 / c->samples);
+	fprintf(stderr, "\n");
 	fprintf(stderr, "  effective rate %.1f samples/s", elapsed > 0 ? c->samples / elapsed : 0);
 	if (cnt[CNT_KEPT])
 		fprintf(stderr, "; in-kernel cost %.2f us/sample, %.3f us/frame\n",
@@ -586,7 +595,8 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	int tty = isatty(2) && !o->quiet;
 	double t0 = mono_s(), last_scan = t0, last_progress = t0;
 	double next_snap = t0, deadline = o->duration > 0 ? t0 + o->duration : INFINITY;
-	double grace = INFINITY; /* launched: a signal was forwarded, until then */
+	double grace = INFINITY;    /* launched: a signal was forwarded, until then */
+	double cpu0 = self_cpu_s(); /* loading and verifying the programs is not counted */
 	struct diag d = {0};
 
 	while (c->launch || !signals_stop_requested()) {
@@ -642,7 +652,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	if (tty)
 		fprintf(stderr, "\n");
 	if (!o->quiet)
-		summary(c, s, mono_s() - t0);
+		summary(c, s, mono_s() - t0, self_cpu_s() - cpu0);
 	return EXIT_OK;
 }
 
