@@ -82,6 +82,8 @@ struct dump_ctx {
 	struct native_syms *ns;
 	struct splice_scratch *sc;
 	uint64_t causes[SPLICE__COUNT];
+	uint64_t unwind_ns, unwind_reads; /* of the stop: for -v */
+	uint32_t unwound, unwound_frames;
 };
 
 static const char doc[] =
@@ -218,6 +220,8 @@ static int read_all(struct dump_ctx *c, struct stopper *s)
  * resume, and the tables were built before the stop. */
 static void unwind_stopped(struct dump_ctx *c, struct stopper *s)
 {
+	uint64_t t0 = mono_ns(), r0 = c->p->mem.reads;
+
 	for (int k = 0; k < stopper_count(s); k++) {
 		uint32_t tid = (uint32_t)stopper_tid(s, k);
 
@@ -234,9 +238,13 @@ static void unwind_stopped(struct dump_ctx *c, struct stopper *s)
 			}
 			native_walk(&c->env, regs.rip, regs.rsp, regs.rbp, &c->nw[i]);
 			t->nw = &c->nw[i];
+			c->unwound++;
+			c->unwound_frames += t->nw->n;
 			break;
 		}
 	}
+	c->unwind_ns = mono_ns() - t0;
+	c->unwind_reads = c->p->mem.reads - r0;
 }
 
 static char *dup_or(const char *s, const char *dflt)
@@ -599,8 +607,13 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (ret == EXIT_OK && symbolize_all(&c))
 		ret = EXIT_FAIL;
-	if (ret == EXIT_OK && o.native && o.verbose)
+	if (ret == EXIT_OK && o.native && o.verbose) {
+		fprintf(stderr,
+			"native unwind: %u threads, %u frames, %llu reads, %.1f us of the stop\n",
+			c.unwound, c.unwound_frames, (unsigned long long)c.unwind_reads,
+			c.unwind_ns / 1000.0);
 		splice_summary(stderr, c.ns, c.causes);
+	}
 	if (ret != EXIT_OK) {
 		/* A read that failed because the target became another program
 		 * says so, rather than naming an address of the old one. */
