@@ -289,6 +289,15 @@ static int splice_thread(struct dump_ctx *c, struct dumped_thread *t)
 		nf[f].file = dup_or(out[f].file, "");
 		nf[f].line = out[f].kind == FRAME_KIND_PYTHON ? out[f].line : -1;
 		nf[f].kind = out[f].kind;
+		if (!nf[f].name || !nf[f].file) {
+			for (uint32_t k = 0; k <= f; k++) {
+				free(nf[k].name);
+				free(nf[k].file);
+			}
+			free(nf);
+			free(py);
+			return -1;
+		}
 	}
 	free(py);
 	for (uint32_t f = 0; f < t->nframes; f++) {
