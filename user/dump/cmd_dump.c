@@ -270,7 +270,11 @@ static int splice_thread(struct dump_ctx *c, struct dumped_thread *t)
 	    .npy = t->nframes,
 	    .uips = (const __u64 *)t->nw->ips,
 	    .nuser = t->nw->n,
-	    .incomplete = (t->nw->flags & (NATIVE_LOST | NATIVE_TRUNCATED)) != 0,
+	    /* Either stack missing its root part: runs are matched from the
+	     * leaf, where both are whole (a Python walk cut at --max-depth
+	     * keeps its leaf frames). */
+	    .incomplete = (t->nw->flags & (NATIVE_LOST | NATIVE_TRUNCATED)) != 0 ||
+			  (ts->flags & SAMPLE_TRUNCATED),
 	};
 
 	if (!py)
