@@ -3,6 +3,13 @@
  * bpfpy dump: the Python stack of every thread of a process, now. By default
  * every thread is ptrace-stopped for the read and the symbolization, so the
  * snapshot is consistent; --nonblocking reads while the target runs.
+ *
+ * --native: each stopped thread's registers are unwound by the one native
+ * unwinder (bpf/native_step.h, here through native_walk.h) over the tables
+ * record builds (native_tables.c, kept in this process), and spliced and
+ * named as record does (splice.c), so a dump shows the stack record would.
+ * The tables are built before the stop: while stopped, only the registers
+ * and the stack words are read; names come after the resume.
  */
 #include <argp.h>
 #include <errno.h>
@@ -15,6 +22,10 @@
 
 #include "monotime.h"
 #include "code_cache.h"
+#include "native_symbols.h"
+#include "native_tables.h"
+#include "native_walk.h"
+#include "splice.h"
 #include "cli_parse.h"
 #include "commands.h"
 #include "diag.h"
@@ -36,19 +47,24 @@ struct dump_opts {
 	int json;
 	unsigned max_depth;
 	int verbose;
+	int native;
 };
 
 struct dumped_frame {
 	char *name, *file;
 	int line;
+	int kind; /* enum frame_kind */
 };
 
 struct dumped_thread {
 	struct thread_stack *ts; /* frames as read */
 	struct dumped_frame *frames;
-	uint32_t tid;	 /* OS tid; from fs base when the version lacks it */
-	uint32_t ns_tid; /* the target's id of it, where its PID namespace differs */
-	char name[64];	 /* OS name (/proc/PID/task/TID/comm), "" if unknown */
+	uint32_t nframes;
+	struct native_walk_out *nw; /* --native: the thread's native stack, NULL if not read */
+	int regs_failed;	    /* --native: stopped, but PTRACE_GETREGS failed */
+	uint32_t tid;		    /* OS tid; from fs base when the version lacks it */
+	uint32_t ns_tid;	    /* the target's id of it, where its PID namespace differs */
+	char name[64];		    /* OS name (/proc/PID/task/TID/comm), "" if unknown */
 };
 
 struct dump_ctx {
@@ -59,6 +75,15 @@ struct dump_ctx {
 	int count, shown;
 	uint64_t stopped_ns;
 	struct diag *d;
+	/* --native */
+	struct native_tables *nt;
+	struct native_walk_env env;
+	struct native_walk_out *nw; /* one per shown thread */
+	struct native_syms *ns;
+	struct splice_scratch *sc;
+	uint64_t causes[SPLICE__COUNT];
+	uint64_t unwind_ns, unwind_reads; /* of the stop: for -v */
+	uint32_t unwound, unwound_frames;
 };
 
 static const char doc[] =
@@ -80,16 +105,26 @@ static const char doc[] =
     "[{tid, ns_tid (null outside a container), pthread_id, name (null if unknown), gil: "
     "held|released|unknown, truncated, "
     "error, frames [{name, file, "
-    "line}]}]; line is -1 when unknown.\n\n"
+    "line}]}]; line is -1 when unknown.\n"
+    "--native adds each thread's native (C) frames, unwound from its registers while it is "
+    "stopped with the unwind tables record --native uses (built before the stop), and "
+    "spliced with the Python frames as record does: 'name (lib) [native]' lines; the "
+    "eval loop's frames are replaced by the Python frames they run. An unwind that stopped "
+    "early says why ('<native unwind stopped: ...>'). In JSON, frames get kind "
+    "(python|native|mark) and threads a native object {frames, fp_frames, truncated, lost}.\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy dump -p 1234\n"
+    "  sudo bpfpy dump -p 1234 --native\n"
     "  sudo bpfpy dump -p 1234 --nonblocking --json\n\n" EXIT_CODES_DOC;
+
+enum { OPT_NATIVE = 0x100 };
 
 static const struct argp_option options[] = {
     {"pid", 'p', "PID", 0, "Process to dump (required)", 0},
     {"nonblocking", 'n', NULL, 0, "Read while the target runs; stop nothing", 0},
     {"json", 'j', NULL, 0, "Print JSON", 0},
     {"max-depth", 'D', "N", 0, "Frames per thread at most (default 1024, the maximum)", 0},
+    {"native", OPT_NATIVE, NULL, 0, "Native (C) frames too, spliced with the Python ones", 0},
     {"verbose", 'v', NULL, 0, "More detail on stderr", 0},
     {0},
 };
@@ -120,12 +155,19 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose = 1;
 		break;
+	case OPT_NATIVE:
+		o->native = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
 		if (!o->pid)
 			argp_error(state, "-p PID is required");
+		/* The registers of a running thread cannot be read. */
+		if (o->native && o->nonblocking)
+			argp_error(state,
+				   "--native needs the threads stopped: not with --nonblocking");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -173,6 +215,105 @@ static int read_all(struct dump_ctx *c, struct stopper *s)
 	return 0;
 }
 
+/* While stopped, --native: each shown thread's native stack from its
+ * registers. Only reads here (registers, stack words); naming waits for the
+ * resume, and the tables were built before the stop. */
+static void unwind_stopped(struct dump_ctx *c, struct stopper *s)
+{
+	uint64_t t0 = mono_ns(), r0 = c->p->mem.reads;
+
+	for (int k = 0; k < stopper_count(s); k++) {
+		uint32_t tid = (uint32_t)stopper_tid(s, k);
+
+		for (int i = 0; i < c->shown; i++) {
+			struct dumped_thread *t = &c->threads[i];
+			struct user_regs_struct regs;
+			struct diag d = {0};
+
+			if (t->tid != tid || t->nw || t->regs_failed)
+				continue;
+			if (stopper_thread_regs(s, k, &regs, &d)) {
+				t->regs_failed = 1;
+				break;
+			}
+			native_walk(&c->env, regs.rip, regs.rsp, regs.rbp, &c->nw[i]);
+			t->nw = &c->nw[i];
+			c->unwound++;
+			c->unwound_frames += t->nw->n;
+			break;
+		}
+	}
+	c->unwind_ns = mono_ns() - t0;
+	c->unwind_reads = c->p->mem.reads - r0;
+}
+
+static char *dup_or(const char *s, const char *dflt)
+{
+	return strdup(s ? s : dflt);
+}
+
+/* After the resume, --native: name the thread's native frames and splice
+ * them with its (named) Python frames, as record does; t->frames becomes
+ * the spliced stack. 0, or -1 (ENOMEM). */
+static int splice_thread(struct dump_ctx *c, struct dumped_thread *t)
+{
+	const struct thread_stack *ts = t->ts;
+	struct sym_frame *py = calloc(t->nframes ? t->nframes : 1, sizeof(*py));
+	const struct sym_frame *out;
+	struct dumped_frame *nf;
+	uint32_t nout = 0;
+	struct splice_sample ss = {
+	    .pid = c->p->pid,
+	    .version_hex = c->p->bin.version_hex,
+	    .py = py,
+	    .rec = ts->frames,
+	    .npy = t->nframes,
+	    .uips = (const __u64 *)t->nw->ips,
+	    .nuser = t->nw->n,
+	    /* Either stack missing its root part: runs are matched from the
+	     * leaf, where both are whole (a Python walk cut at --max-depth
+	     * keeps its leaf frames). */
+	    .incomplete = (t->nw->flags & (NATIVE_LOST | NATIVE_TRUNCATED)) != 0 ||
+			  (ts->flags & SAMPLE_TRUNCATED),
+	};
+
+	if (!py)
+		return -1;
+	for (uint32_t f = 0; f < t->nframes; f++)
+		py[f] = (struct sym_frame){.name = t->frames[f].name,
+					   .file = t->frames[f].file,
+					   .line = t->frames[f].line};
+	if (splice_sample(c->ns, c->sc, &ss, &out, &nout, c->causes) ||
+	    !(nf = calloc(nout ? nout : 1, sizeof(*nf)))) {
+		free(py);
+		return -1;
+	}
+	for (uint32_t f = 0; f < nout; f++) {
+		nf[f].name = dup_or(out[f].name, CODE_CACHE_UNKNOWN);
+		nf[f].file = dup_or(out[f].file, "");
+		nf[f].line = out[f].kind == FRAME_KIND_PYTHON ? out[f].line : -1;
+		nf[f].kind = out[f].kind;
+		if (!nf[f].name || !nf[f].file) {
+			for (uint32_t k = 0; k <= f; k++) {
+				free(nf[k].name);
+				free(nf[k].file);
+			}
+			free(nf);
+			free(py);
+			return -1;
+		}
+	}
+	free(py);
+	for (uint32_t f = 0; f < t->nframes; f++) {
+		free(t->frames[f].name);
+		free(t->frames[f].file);
+	}
+	free(t->frames);
+	t->frames = nf;
+	t->nframes = nout;
+	return 0;
+}
+
 static int symbolize_all(struct dump_ctx *c)
 {
 	for (int i = 0; i < c->shown; i++) {
@@ -189,10 +330,15 @@ static int symbolize_all(struct dump_ctx *c)
 			struct sym_frame sf;
 
 			code_cache_symbolize(c->cache, &ts->frames[f], &sf);
-			t->frames[f].name = strdup(sf.name ? sf.name : CODE_CACHE_UNKNOWN);
-			t->frames[f].file = strdup(sf.file ? sf.file : CODE_CACHE_UNKNOWN);
+			t->frames[f].name = dup_or(sf.name, CODE_CACHE_UNKNOWN);
+			t->frames[f].file = dup_or(sf.file, CODE_CACHE_UNKNOWN);
 			t->frames[f].line = sf.line;
+			t->nframes = f + 1;
+			if (!t->frames[f].name || !t->frames[f].file)
+				return diag_errno(c->d, ENOMEM, "dump");
 		}
+		if (t->nw && splice_thread(c, t))
+			return diag_errno(c->d, ENOMEM, "dump: splicing native frames");
 	}
 	return 0;
 }
@@ -203,6 +349,8 @@ static int read_stopped(void *arg, struct stopper *s)
 	uint64_t t0 = mono_ns();
 	int ret = read_all(c, s);
 
+	if (!ret && c->nt)
+		unwind_stopped(c, s);
 	/* From the first interrupt to the end of the read; the resume that
 	 * follows adds a few microseconds per thread. */
 	c->stopped_ns = mono_ns() - t0 + s->last_stop_latency_ns;
@@ -214,6 +362,53 @@ static const char *gil_word(uint8_t flags)
 	if (!(flags & SAMPLE_GIL_KNOWN))
 		return "unknown";
 	return flags & SAMPLE_GIL_HELD ? "held" : "released";
+}
+
+static void put_frame(const struct dumped_frame *fr)
+{
+	printf("    ");
+	text_put(stdout, fr->name);
+	if (fr->kind == FRAME_KIND_MARK) {
+		printf("\n");
+		return;
+	}
+	if (fr->kind != FRAME_KIND_PYTHON) {
+		/* As record's collapsed output names it: qsort_r (libc.so.6) [native] */
+		if (fr->file[0]) {
+			printf(" (");
+			text_put(stdout, fr->file);
+			printf(")");
+		}
+		printf(" [%s]\n", fr->kind == FRAME_KIND_KERNEL ? "kernel" : "native");
+		return;
+	}
+	printf(" (");
+	text_put(stdout, fr->file);
+	if (fr->line >= 0)
+		printf(":%d", fr->line);
+	printf(")\n");
+}
+
+/* --native: what the native part of a thread's stack lacks, if anything. */
+static void put_native_notes(const struct dumped_thread *t)
+{
+	const struct native_walk_out *nw = t->nw;
+
+	if (!nw) {
+		printf("    <native stack not read: %s>\n",
+		       t->regs_failed ? "its registers are unreadable (PTRACE_GETREGS failed)"
+		       : t->tid	      ? "the thread was not stopped"
+				      : "no OS thread");
+		return;
+	}
+	if (nw->flags & NATIVE_LOST)
+		printf("    <native unwind stopped: %s>\n",
+		       native_cause_name(NATIVE_CAUSE(nw->flags)));
+	if (nw->flags & NATIVE_TRUNCATED)
+		printf("    <native stack truncated at %u frames>\n", (unsigned)NATIVE_MAX_DEPTH);
+	if (nw->fp_frames)
+		printf("    <%u native frames found by frame pointer: no CFI there>\n",
+		       nw->fp_frames);
 }
 
 static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
@@ -256,29 +451,52 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 		}
 		if (t->ts->flags & SAMPLE_ERROR) {
 			printf("    <stack not read: %s>\n", walk_error_name(t->ts->err));
-			continue;
-		}
-		if (!t->ts->nframes)
+			if (!t->nw) /* with --native, its native frames still show */
+				continue;
+		} else if (!t->ts->nframes) {
 			printf("    <no Python frames>\n");
-		for (uint32_t f = 0; f < t->ts->nframes; f++) {
-			const struct dumped_frame *fr = &t->frames[f];
-
-			printf("    ");
-			text_put(stdout, fr->name);
-			printf(" (");
-			text_put(stdout, fr->file);
-			if (fr->line >= 0)
-				printf(":%d", fr->line);
-			printf(")\n");
 		}
+		for (uint32_t f = 0; f < t->nframes; f++)
+			put_frame(&t->frames[f]);
 		if (t->ts->flags & SAMPLE_TRUNCATED)
 			printf("    <truncated at %u frames: deeper frames not shown>\n",
 			       t->ts->nframes);
+		if (o->native)
+			put_native_notes(t);
 	}
 	if (c->count > c->shown)
 		printf("\n%d more threads not shown\n", c->count - c->shown);
 	if (!o->nonblocking)
 		printf("\nStopped the target for %.1f us.\n", c->stopped_ns / 1000.0);
+}
+
+static const char *kind_word(int kind)
+{
+	return kind == FRAME_KIND_NATIVE   ? "native"
+	       : kind == FRAME_KIND_KERNEL ? "kernel"
+	       : kind == FRAME_KIND_MARK   ? "mark"
+					   : "python";
+}
+
+/* --native: {frames, fp_frames, truncated, lost}, lost the cause or null;
+ * null when the thread's native stack was not read. */
+static json_object *native_json(const struct dumped_thread *t)
+{
+	json_object *j;
+
+	if (!t->nw)
+		return NULL;
+	j = json_object_new_object();
+	json_object_object_add(j, "frames", json_object_new_int64(t->nw->n));
+	json_object_object_add(j, "fp_frames", json_object_new_int64(t->nw->fp_frames));
+	json_object_object_add(j, "truncated",
+			       json_object_new_boolean(t->nw->flags & NATIVE_TRUNCATED));
+	json_object_object_add(
+	    j, "lost",
+	    t->nw->flags & NATIVE_LOST
+		? json_object_new_string(native_cause_name(NATIVE_CAUSE(t->nw->flags)))
+		: NULL);
+	return j;
 }
 
 static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
@@ -312,7 +530,7 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 				       t->ts->flags & SAMPLE_ERROR
 					   ? json_object_new_string(walk_error_name(t->ts->err))
 					   : NULL);
-		for (uint32_t f = 0; f < t->ts->nframes; f++) {
+		for (uint32_t f = 0; f < t->nframes; f++) {
 			json_object *jf = json_object_new_object();
 
 			json_object_object_add(jf, "name",
@@ -320,8 +538,14 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 			json_object_object_add(jf, "file",
 					       json_object_new_string(t->frames[f].file));
 			json_object_object_add(jf, "line", json_object_new_int(t->frames[f].line));
+			if (o->native)
+				json_object_object_add(
+				    jf, "kind",
+				    json_object_new_string(kind_word(t->frames[f].kind)));
 			json_object_array_add(frames, jf);
 		}
+		if (o->native)
+			json_object_object_add(jt, "native", native_json(t));
 		json_object_object_add(jt, "frames", frames);
 		json_object_array_add(threads, jt);
 	}
@@ -329,6 +553,37 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 								JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
+}
+
+/* --native, before the stop: the tables of every executable mapping of the
+ * target (its maps as they are now), so that the stop itself only reads. 0,
+ * or -1 with c->d set. */
+static int native_prepare(struct dump_ctx *c, const struct dump_opts *o)
+{
+	struct native_tables_stats st;
+	uint64_t t0 = mono_ns();
+
+	c->nw = calloc(DUMP_MAX_THREADS, sizeof(*c->nw));
+	c->ns = native_syms_new();
+	c->sc = splice_scratch_new();
+	if (!c->nw || !c->ns || !c->sc)
+		return diag_errno(c->d, ENOMEM, "dump --native");
+	c->nt = native_tables_new_local(c->d);
+	if (!c->nt || native_tables_attach(c->nt, c->p->pid, c->d))
+		return -1;
+	c->env.proc = native_tables_proc(c->nt, c->p->pid);
+	c->env.rows = native_tables_rows(c->nt, &c->env.nrows);
+	c->env.mem = &c->p->mem;
+	if (!c->env.proc)
+		return diag_set(c->d, EXIT_FAIL, "pid %d: no native mappings", c->p->pid);
+	native_tables_stats(c->nt, &st);
+	if (o->verbose)
+		fprintf(stderr,
+			"native tables: %u mappings, %u files (%u without a table), %u rows, %.1f "
+			"ms (before the stop)\n",
+			c->env.proc->nmaps, st.files + st.files_failed, st.files_failed, st.rows,
+			(mono_ns() - t0) / 1e6);
+	return 0;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -352,6 +607,10 @@ int cmd_dump(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
+	if (o.native && native_prepare(&c, &o)) {
+		ret = diag_report(&d);
+		goto out;
+	}
 	if (o.nonblocking) {
 		if (read_all(&c, NULL))
 			ret = EXIT_FAIL;
@@ -361,6 +620,13 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (ret == EXIT_OK && symbolize_all(&c))
 		ret = EXIT_FAIL;
+	if (ret == EXIT_OK && o.native && o.verbose) {
+		fprintf(stderr,
+			"native unwind: %u threads, %u frames, %llu reads, %.1f us of the stop\n",
+			c.unwound, c.unwound_frames, (unsigned long long)c.unwind_reads,
+			c.unwind_ns / 1000.0);
+		splice_summary(stderr, c.ns, c.causes);
+	}
 	if (ret != EXIT_OK) {
 		/* A read that failed because the target became another program
 		 * says so, rather than naming an address of the old one. */
@@ -375,12 +641,16 @@ int cmd_dump(int argc, char **argv)
 	}
 out:
 	for (int i = 0; i < c.shown; i++) {
-		for (uint32_t f = 0; c.threads[i].frames && f < c.stacks[i].nframes; f++) {
+		for (uint32_t f = 0; c.threads[i].frames && f < c.threads[i].nframes; f++) {
 			free(c.threads[i].frames[f].name);
 			free(c.threads[i].frames[f].file);
 		}
 		free(c.threads[i].frames);
 	}
+	native_tables_free(c.nt);
+	native_syms_free(c.ns);
+	splice_scratch_free(c.sc);
+	free(c.nw);
 	code_cache_free(c.cache);
 	free(c.stacks);
 	free(c.threads);

@@ -36,7 +36,8 @@ struct nfile {
 
 struct nproc {
 	pid_t pid;
-	uint64_t last_ns; /* last attach, for the refresh rate limit */
+	uint64_t last_ns;	/* last attach, for the refresh rate limit */
+	struct native_proc *np; /* local tables: its mappings (else in native_procs) */
 };
 
 struct native_tables {
@@ -48,6 +49,10 @@ struct native_tables {
 	size_t nprocs, pcap;
 	FILE *raw;
 	struct native_tables_stats st;
+	/* Local tables (rows_fd < 0, native_tables_new_local): the rows that
+	 * would be in native_rows. */
+	struct unwind_row *lrows;
+	size_t lcap;
 };
 
 struct native_tables *native_tables_new(int rows_fd, uint32_t rows_max, int procs_fd,
@@ -65,7 +70,7 @@ struct native_tables *native_tables_new(int rows_fd, uint32_t rows_max, int proc
 	nt->counters_fd = counters_fd;
 	nt->rows_max = rows_max;
 	nt->st.rows_max = rows_max;
-	if (raw && *raw) {
+	if (raw && *raw && rows_fd >= 0) {
 		/* A debug output: a new file only, never one that exists. */
 		int fd = open(raw, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
@@ -87,9 +92,31 @@ void native_tables_free(struct native_tables *nt)
 		return;
 	if (nt->raw)
 		fclose(nt->raw);
+	for (size_t i = 0; i < nt->nprocs; i++)
+		free(nt->procs[i].np);
 	free(nt->files);
 	free(nt->procs);
+	free(nt->lrows);
 	free(nt);
+}
+
+struct native_tables *native_tables_new_local(struct diag *d)
+{
+	return native_tables_new(-1, NATIVE_ROWS_MAX, -1, -1, d);
+}
+
+const struct native_proc *native_tables_proc(const struct native_tables *nt, pid_t pid)
+{
+	for (size_t i = 0; i < nt->nprocs; i++)
+		if (nt->procs[i].pid == pid)
+			return nt->procs[i].np;
+	return NULL;
+}
+
+const struct unwind_row *native_tables_rows(const struct native_tables *nt, uint32_t *n)
+{
+	*n = nt->rows_used;
+	return nt->lrows;
 }
 
 /* Room for one more element in *v (n used of *cap): 0, or -1. */
@@ -121,8 +148,28 @@ static struct nfile *file_find(struct native_tables *nt, uint64_t dev, uint64_t 
 static int upload(struct native_tables *nt, uint32_t first, const struct unwind_row *rows,
 		  uint32_t n)
 {
-	uint32_t *keys = malloc((size_t)(n < UPLOAD_BATCH ? n : UPLOAD_BATCH) * sizeof(*keys));
+	uint32_t *keys;
 
+	if (nt->rows_fd < 0) {
+		/* Local: the rows go where the user-space unwinder reads them. */
+		size_t want = (size_t)first + n;
+
+		if (want > nt->lcap) {
+			size_t cap = nt->lcap ? nt->lcap : 65536;
+			void *v;
+
+			while (cap < want)
+				cap *= 2;
+			v = realloc(nt->lrows, cap * sizeof(*nt->lrows));
+			if (!v)
+				return -1;
+			nt->lrows = v;
+			nt->lcap = cap;
+		}
+		memcpy(nt->lrows + first, rows, (size_t)n * sizeof(*rows));
+		return 0;
+	}
+	keys = malloc((size_t)(n < UPLOAD_BATCH ? n : UPLOAD_BATCH) * sizeof(*keys));
 	if (!keys)
 		return -1;
 	for (uint32_t done = 0; done < n;) {
@@ -329,11 +376,18 @@ int native_tables_attach(struct native_tables *nt, pid_t pid, struct diag *d)
 		np->nmaps++;
 	}
 	qsort(np->maps, np->nmaps, sizeof(np->maps[0]), cmp_map);
-	if (bpf_map_update_elem(nt->procs_fd, &key, np, BPF_ANY))
+	if (nt->procs_fd >= 0 && bpf_map_update_elem(nt->procs_fd, &key, np, BPF_ANY))
 		ret = diag_errno(d, errno, "pid %d: cannot load its native mappings", (int)pid);
 	slot = proc_slot(nt, pid, 1);
 	if (slot)
 		slot->last_ns = mono_ns();
+	if (slot && nt->procs_fd < 0) {
+		free(slot->np);
+		slot->np = np;
+		np = NULL;
+	} else if (nt->procs_fd < 0) {
+		ret = diag_errno(d, ENOMEM, "pid %d: native mappings", (int)pid);
+	}
 	nt->st.attaches++;
 	free(np);
 	proc_maps_free(&maps);
@@ -345,9 +399,12 @@ void native_tables_detach(struct native_tables *nt, pid_t pid)
 	__u32 key = (__u32)pid;
 	struct nproc *slot = proc_slot(nt, pid, 0);
 
-	bpf_map_delete_elem(nt->procs_fd, &key);
-	if (slot)
+	if (nt->procs_fd >= 0)
+		bpf_map_delete_elem(nt->procs_fd, &key);
+	if (slot) {
+		free(slot->np);
 		*slot = nt->procs[--nt->nprocs];
+	}
 }
 
 static void raw_dump(FILE *f, const struct sample_hdr *h)

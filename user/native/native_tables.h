@@ -41,6 +41,17 @@ struct native_tables *native_tables_new(int rows_fd, uint32_t rows_max, int proc
 					int counters_fd, struct diag *d);
 void native_tables_free(struct native_tables *nt);
 
+/* The same tables kept in this process instead of BPF maps, for the
+ * user-space unwinder (native_walk.h: bpfpy dump): attach and detach as
+ * above, then read them with the two calls below. The counters and the
+ * BPFPY_NATIVE_RAW dump are the sampler's only. */
+struct native_tables *native_tables_new_local(struct diag *d);
+/* pid's sorted executable mappings (as loaded into native_procs), or NULL
+ * when it is not attached. */
+const struct native_proc *native_tables_proc(const struct native_tables *nt, pid_t pid);
+/* Every file's rows; native_map.first/count index them. */
+const struct unwind_row *native_tables_rows(const struct native_tables *nt, uint32_t *n);
+
 /* (Re)read pid's maps, build what tables are missing, load its mapping
  * list. 0, or -1 with d set (the process is gone or its maps unreadable).
  * A file whose table cannot be built is still listed, without a table: its
