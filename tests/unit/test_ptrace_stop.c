@@ -335,6 +335,37 @@ static int list_tasks(pid_t pid, pid_t *tids, int max)
 
 /* Counts tasks in each interesting state; dead ones ('Z', 'X', gone) are
  * threads on their way out and are not counted at all. */
+/* The kernel's task flags (field 9 of /proc/PID/task/TID/stat), 0 if the
+ * thread is gone. */
+static unsigned long thread_flags(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	unsigned long flags = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	if (p)
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags);
+	return flags;
+}
+
+#define PF_EXITING_FLAG 0x4 /* include/linux/sched.h PF_EXITING */
+
+/* Threads in a traced stop, and the others that could run user code. A
+ * thread already in do_exit (PF_EXITING: it was resumed, returned from its
+ * function and is tearing down) runs no user code again, and under load can
+ * stay visible long enough to be listed: it is not an escape. */
 static void count_states(pid_t pid, int *traced, int *other)
 {
 	pid_t tids[4096];
@@ -346,8 +377,12 @@ static void count_states(pid_t pid, int *traced, int *other)
 
 		if (st == 't')
 			(*traced)++;
-		else if (st && st != 'Z' && st != 'X')
+		else if (st && st != 'Z' && st != 'X' &&
+			 !(thread_flags(pid, tids[i]) & PF_EXITING_FLAG)) {
+			printf("# thread %d: state %c, flags 0x%lx\n", tids[i], st,
+			       thread_flags(pid, tids[i]));
 			(*other)++;
+		}
 	}
 }
 
