@@ -7,7 +7,8 @@
 # uprobe on the symbol never fires; nothing in CPython calls ffs, and a
 # C library function is never inlined into Python. One sort before "ready" (ctypes has
 # loaded libffi by then, so its mapping is in the tables from the
-# attach); then waits for GO_FILE, sorts ROUNDS times, prints "done".
+# attach); then waits for GO_FILE, sorts ROUNDS times, prints "done N",
+# N the calls of order_cb (= of ffs) since GO_FILE.
 # Args: ROUNDS GO_FILE. 3.8-3.15, host or chroot.
 import ctypes
 import os
@@ -22,9 +23,12 @@ libc.qsort.restype = None
 libc.ffs.argtypes = [ctypes.c_int]
 libc.ffs.restype = ctypes.c_int
 N = 64
+calls = 0
 
 
 def order_cb(a, b):
+    global calls
+    calls += 1
     x, y = a[0], b[0]
     libc.ffs(x)  # the probe: only ever called from here
     return (x > y) - (x < y)
@@ -40,9 +44,10 @@ def sort_block(seed):
 
 
 sort_block(0)
+calls = 0
 print("ready", flush=True)
 while not os.path.exists(go):
     time.sleep(0.01)
 for r in range(rounds):
     sort_block(r)
-print("done", flush=True)
+print("done %d" % calls, flush=True)
