@@ -14,6 +14,10 @@
  * is emitted exactly when its entry was, decided by a per-thread bit stack,
  * so the timeline never holds an E without its B (or the reverse) even when
  * a location saturates in the middle of a recursion.
+ *
+ * --native: the emitted hits also carry the native stack, unwound by the
+ * sampler's own unwinder (bpf/native_unwind.bpf.h) from the probe's
+ * registers; off (rodata), that code is dead and a hit costs what it did.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
