@@ -19,4 +19,9 @@ double parse_seconds(const char *s);
  * (which exits with the usage code). */
 long cli_long(struct argp_state *state, const char *arg, long lo, long hi, const char *what);
 
+/* --native and --kernel mean the same for every command that has them
+ * (record, trace): one wording of their help. */
+#define CLI_NATIVE_HELP "Native (C) frames too, spliced with the Python ones"
+#define CLI_KERNEL_HELP "Kernel frames too, on top of the stack"
+
 #endif /* CLI_PARSE_H */

@@ -57,8 +57,8 @@ struct trace_opts {
 	int force, top;
 	unsigned max_depth;
 	int verbose, quiet;
-	int native, kernel; /* --native; --kernel is refused */
-	char **cmd;	    /* trace -- CMD ARGS...: launch it */
+	int native; /* --native (--kernel is refused) */
+	char **cmd; /* trace -- CMD ARGS...: launch it */
 };
 
 static const char doc[] =
@@ -141,8 +141,8 @@ static const struct argp_option options[] = {
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
     {"top", OPT_TOP, "N", 0, "Summary: locations shown (default 30)", 0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024)", 0},
-    {"native", OPT_NATIVE, NULL, 0, "Native (C) frames too, spliced with the Python ones", 0},
-    {"kernel", OPT_KERNEL, NULL, 0, "Kernel frames too, on top of the stack", 0},
+    {"native", OPT_NATIVE, NULL, 0, CLI_NATIVE_HELP, 0},
+    {"kernel", OPT_KERNEL, NULL, 0, CLI_KERNEL_HELP, 0},
     {"quiet", 'q', NULL, 0, "No notes on stderr", 0},
     {"verbose", 'v', NULL, 0, "libbpf log on stderr", 0},
     {0},
@@ -218,7 +218,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->native = 1;
 		break;
 	case OPT_KERNEL:
-		o->kernel = 1;
+		/* At once: no probe this command attaches can ever have one. */
+		argp_error(state, "--kernel: a uprobe or USDT hit stops the thread at a user "
+				  "instruction, so there is no kernel stack to take (record "
+				  "--kernel samples kernel stacks)");
 		break;
 	case 'q':
 		o->quiet = 1;
@@ -237,11 +240,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "-- CMD launches its own target: no -p with it");
 		if (!o->list && !o->calls && !o->nspecs)
 			argp_error(state, "give --usdt, --uprobe, --uretprobe, --calls or --list");
-		if (o->kernel)
-			argp_error(state,
-				   "--kernel: a uprobe or USDT hit stops the thread at a user "
-				   "instruction, so there is no kernel stack to take (record "
-				   "--kernel samples kernel stacks)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
