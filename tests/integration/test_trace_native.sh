@@ -20,7 +20,9 @@
 # On one target (pyenv-3.12, else Debian's 3.11): -f chrome has the same
 # stacks in its events' args.stack, -f pprof read by `go tool pprof
 # -traces` has qsort and order_cb in one trace and -raw lists the libc
-# mapping; without --native the same hits have no native frame; --kernel
+# mapping; with the tracer stopped until the target exited, every hit is
+# still named (native_syms_prime read its files at the attach); without
+# --native the same hits have no native frame; --kernel
 # is refused (exit 2: a uprobe hit is in user mode, there is no kernel
 # stack under it).
 . "$(dirname "$0")/lib.sh"
@@ -42,22 +44,28 @@ trap 'cleanup; for r in $(targets | awk -F"\t" "\$3 != \"/\" { print \$3 }" | so
 
 # traced LABEL ROOT NAME ARGS...: start trace_qsort.py, trace it with ARGS
 # until it exits (bounded), into $TMP/NAME.{out,err}; sets CALLS (what the
-# target counted) and TRC (trace's exit status).
+# target counted) and TRC (trace's exit status). STOPPED=1: the tracer is
+# stopped (SIGSTOP) from before the target's first call until it exited,
+# so that every record is drained and named after the process is gone.
 traced() {
 	local label=$1 root=$2 name=$3 gin gout tr i
 	shift 3
 	read -r gin gout < <(go_file "$root" "go-tn-$name")
 	CALLS= TRC=
 	start_py "$label" "$PYDIR/trace_qsort.py" "$ROUNDS" "$gin" || return 1
-	timeout -s KILL 120 "$BPFPY" trace -p "$PY_PID" --threshold 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	# bpfpy itself in the background (bounded by wait_bounded below), so
+	# that STOPPED stops it and not a wrapper
+	"$BPFPY" trace -p "$PY_PID" --threshold 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	tr=$!
 	for ((i = 0; i < 1200; i++)); do
 		grep -q 'attached' "$TMP/$name.err" && break
 		kill -0 "$tr" 2>/dev/null || break
 		sleep 0.05
 	done
+	[[ -n ${STOPPED:-} ]] && kill -STOP "$tr"
 	touch "$gout"
 	wait_bounded "$PY_PID" 60 >/dev/null
+	[[ -n ${STOPPED:-} ]] && kill -CONT "$tr"
 	wait_bounded "$tr" 60
 	TRC=$?
 	CALLS=$(awk '$1 == "done" { print $2 }' "$PY_OUT")
@@ -125,6 +133,15 @@ if command -v go >/dev/null && traced "$one" / pprof --native --uprobe libc:ffs 
 		ok "go tool pprof -raw lists the libc.so.6 mapping" || bad "go tool pprof -raw names no libc.so.6 mapping"
 elif ! command -v go >/dev/null; then
 	bad "no go toolchain: pprof check skipped"
+fi
+echo "== $one: named after the target exited"
+if STOPPED=1 traced "$one" / gone --native --uprobe libc:ffs -f collapsed -o "$TMP/gone.folded"; then
+	n=$(hits "$TMP/gone.folded" ';qsort_r \(libc\.so\.6\) \[native\];.*;order_cb \([^;]*;.*;ffs \(libc\.so\.6\) \[native\];\[uprobe libc\.so\.6:ffs\] [0-9]+$')
+	if [[ $n == "$CALLS" ]] && ! grep -q '0x[0-9a-f]* \[native\]' "$TMP/gone.folded"; then
+		ok "$one: all $n hits drained after the exit have named native frames (the symbols were read at the attach)"
+	else
+		bad "$one: $n of $CALLS hits drained after the exit named: $(grep -o '0x[0-9a-f]* \[native\]' "$TMP/gone.folded" | head -3)"
+	fi
 fi
 echo "== $one: without --native"
 if traced "$one" / plain --uprobe libc:ffs -f collapsed -o "$TMP/plain.folded"; then

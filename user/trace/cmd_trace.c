@@ -607,6 +607,9 @@ static int open_tracer(struct tracer_bpf **out, struct tctx *c, struct diag *d)
 			diag_prefix(d, "warning: native stacks lost: ");
 			diag_report(d);
 		}
+		/* Hits drained after the target exited are named all the same:
+		 * its maps and files are read now, while it lives. */
+		native_syms_prime(c->ns, td->pid);
 	}
 	for (int i = 0; i < td->nprobes; i++) {
 		struct trace_probe_cfg pc = {.role = (__u32)td->probes[i].role};
