@@ -589,7 +589,8 @@ int native_syms_prime(struct native_syms *ns, pid_t pid)
 		return -1;
 	proc_maps_free(&p->maps);
 	p->maps = fresh;
-	p->read_ns = mono_ns();
+	/* read_ns stays 0: the first address in a library loaded since then
+	 * still re-reads the maps at once (find_map). */
 	for (size_t i = 0; i < p->maps.n; i++) {
 		const struct proc_map *m = &p->maps.v[i];
 
