@@ -370,10 +370,10 @@ static int on_record(void *arg, void *data, size_t size)
 
 		while (k < nst && st[k].kind != FRAME_KIND_PYTHON)
 			k++;
-		if (k && k < nst) {
+		if (k && k < nst)
 			fold_frames(c->buf, end, st, 0, k);
-			td->locs[e.loc].native_via = strtab_intern(&td->strs, c->buf);
-		}
+		td->locs[e.loc].native_via =
+		    k && k < nst ? strtab_intern(&td->strs, c->buf) : TRACE_NONE;
 	}
 	if (e.loc != TRACE_NONE && td->locs[e.loc].name == TRACE_NONE && npy) {
 		snprintf(c->buf, c->buflen, "%s (%s:%d)", c->frames[0].name, c->frames[0].file,
