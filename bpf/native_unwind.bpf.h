@@ -14,7 +14,7 @@
  * Bounded: NATIVE_MAX_DEPTH frames through bpf_loop, each with two binary
  * searches of at most 9 and 23 halvings, so the cost per sample has a
  * ceiling.
- * Included by bpf/sampler.bpf.c only, which defines BPFPY_NATIVE; with
+ * Included by bpf/sampler.bpf.c and bpf/tracer.bpf.c, which define BPFPY_NATIVE; with
  * want_native and want_kernel false (the default) the program is the same
  * as before but for two branches, and the record the same size.
  */
@@ -22,6 +22,14 @@
 #define NATIVE_UNWIND_BPF_H
 
 #include "bpfpy.h"
+
+/* The user registers to unwind from, by the includer's kind of program:
+ * a tick may have interrupted the kernel, so the task's (the default); a
+ * uprobe's ctx is them (bpf/tracer.bpf.c). A macro, not a branch: the
+ * verifier refuses one load instruction used with two kinds of pointer. */
+#ifndef NATIVE_USER_REGS
+#define NATIVE_USER_REGS(q) ((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()))
+#endif
 
 const volatile bool want_native = false;
 const volatile bool want_kernel = false;
@@ -85,8 +93,7 @@ static __always_inline void native_append(const struct sample_req *q, struct sam
 		return;
 	t0 = bpf_ktime_get_ns();
 	if (want_native) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		struct pt_regs *regs = NATIVE_USER_REGS(q);
 		__u32 pid = q->pid;
 		struct native_ctx c = {.out = out, .base = base};
 

@@ -14,6 +14,10 @@
  * is emitted exactly when its entry was, decided by a per-thread bit stack,
  * so the timeline never holds an E without its B (or the reverse) even when
  * a location saturates in the middle of a recursion.
+ *
+ * --native: the emitted hits also carry the native stack, unwound by the
+ * sampler's own unwinder (bpf/native_unwind.bpf.h) from the probe's
+ * registers; off (rodata), that code is dead and a hit costs what it did.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,9 +33,14 @@ struct bpf_reader {
 	((void)(r), bpf_probe_read_user((dst), (size), (const void *)(addr)))
 /* A probe can fire inside code a perf tick then interrupts: own slot. */
 #define SCRATCH_SLOT 1
+/* --native: the one unwinder, from the probe's registers (a hit is always
+ * in user mode, so there is no kernel stack: want_kernel stays false). */
+#define BPFPY_NATIVE	    1
+#define NATIVE_USER_REGS(q) ((struct pt_regs *)(q)->ctx)
 
 #include "frame_walker.h"
 #include "py_sample.bpf.h"
+#include "native_unwind.bpf.h"
 #include "task_ids.bpf.h"
 
 /* 0: emit every hit, never saturate. Set before load. */
@@ -119,7 +128,7 @@ static __always_inline int pair_pop(__u32 tid)
 	return was;
 }
 
-static __always_inline int on_hit(__u32 probe_id, __u64 arg0, __u64 arg1)
+static __always_inline int on_hit(struct pt_regs *ctx, __u32 probe_id, __u64 arg0, __u64 arg1)
 {
 	__u64 start = bpf_ktime_get_ns();
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
@@ -131,7 +140,8 @@ static __always_inline int on_hit(__u32 probe_id, __u64 arg0, __u64 arg1)
 			       .start_ns = start,
 			       .flags = SAMPLE_TRACE,
 			       .probe_id = probe_id,
-			       .args = {arg0, arg1}};
+			       .args = {arg0, arg1},
+			       .ctx = ctx};
 	__u64 hits;
 	int emit, was;
 
@@ -181,19 +191,20 @@ int trace_usdt(struct pt_regs *ctx)
 		bpf_usdt_arg(ctx, 0, &a0);
 	if (n > 1)
 		bpf_usdt_arg(ctx, 1, &a1);
-	return on_hit((__u32)bpf_usdt_cookie(ctx), (__u64)a0, (__u64)a1);
+	return on_hit(ctx, (__u32)bpf_usdt_cookie(ctx), (__u64)a0, (__u64)a1);
 }
 
 SEC("uprobe")
 int trace_uprobe(struct pt_regs *ctx)
 {
-	return on_hit((__u32)bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+	return on_hit(ctx, (__u32)bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx),
+		      PT_REGS_PARM2(ctx));
 }
 
 SEC("uretprobe")
 int trace_uretprobe(struct pt_regs *ctx)
 {
-	return on_hit((__u32)bpf_get_attach_cookie(ctx), PT_REGS_RC(ctx), 0);
+	return on_hit(ctx, (__u32)bpf_get_attach_cookie(ctx), PT_REGS_RC(ctx), 0);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -34,4 +34,9 @@ struct target_sel {
 };
 extern const struct argp target_sel_argp;
 
+/* --native and --kernel mean the same for every command that has them
+ * (record, trace): one wording of their help. */
+#define CLI_NATIVE_HELP "Native (C) frames too, spliced with the Python ones"
+#define CLI_KERNEL_HELP "Kernel frames too, on top of the stack"
+
 #endif /* CLI_PARSE_H */

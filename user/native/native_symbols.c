@@ -578,6 +578,28 @@ static const struct proc_map *find_map(struct nproc *p, uint64_t a)
 	return map_of(&p->maps, a);
 }
 
+int native_syms_prime(struct native_syms *ns, pid_t pid)
+{
+	struct nproc *p = proc_for(ns, pid);
+	struct proc_maps fresh = {0};
+	struct diag d = {0};
+	int n = 0;
+
+	if (!p || proc_maps_read(pid, &fresh, &d))
+		return -1;
+	proc_maps_free(&p->maps);
+	p->maps = fresh;
+	/* read_ns stays 0: the first address in a library loaded since then
+	 * still re-reads the maps at once (find_map). */
+	for (size_t i = 0; i < p->maps.n; i++) {
+		const struct proc_map *m = &p->maps.v[i];
+
+		if (m->perms[2] == 'x' && proc_map_is_file(m) && file_for(ns, pid, m))
+			n++;
+	}
+	return n;
+}
+
 static void set_addr_name(struct native_sym *out, uint64_t ip)
 {
 	snprintf(out->buf, sizeof(out->buf), "0x%" PRIx64, ip);

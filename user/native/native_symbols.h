@@ -64,6 +64,12 @@ int native_syms_user(struct native_syms *ns, pid_t pid, uint64_t ip, int ret,
  * (kptr_restrict) or unreadable, or ip below every symbol. */
 int native_syms_kernel(struct native_syms *ns, uint64_t ip, int ret, struct native_sym *out);
 
+/* Read pid's maps and the symbols of every executable file it maps now,
+ * while it lives: a record drained after the process exited is then still
+ * named (trace: probes that fire just before exit). The number of files,
+ * or -1 (the process is gone or its maps unreadable). */
+int native_syms_prime(struct native_syms *ns, pid_t pid);
+
 /* pid exited (or exec'd): drop its maps; its files stay cached. */
 void native_syms_forget(struct native_syms *ns, pid_t pid);
 

@@ -36,7 +36,11 @@ struct nfile {
 
 struct nproc {
 	pid_t pid;
-	uint64_t last_ns;	/* last attach, for the refresh rate limit */
+	/* Last re-scan a record asked for, for the rate limit; 0 until the
+	 * first: a library loaded since the attach (ctypes' libffi, often
+	 * right after `trace -- CMD` attached) is then re-scanned at its first
+	 * record instead of up to NATIVE_REFRESH_MS later. */
+	uint64_t last_ns;
 	struct native_proc *np; /* local tables: its mappings (else in native_procs) */
 };
 
@@ -334,7 +338,6 @@ int native_tables_attach(struct native_tables *nt, pid_t pid, struct diag *d)
 {
 	struct proc_maps maps = {0};
 	struct native_proc *np;
-	struct nproc *slot;
 	uint64_t deadline = mono_ns() + (uint64_t)NATIVE_ATTACH_MS * 1000000;
 	__u32 key = (__u32)pid;
 	int ret = 0;
@@ -378,9 +381,7 @@ int native_tables_attach(struct native_tables *nt, pid_t pid, struct diag *d)
 	qsort(np->maps, np->nmaps, sizeof(np->maps[0]), cmp_map);
 	if (nt->procs_fd >= 0 && bpf_map_update_elem(nt->procs_fd, &key, np, BPF_ANY))
 		ret = diag_errno(d, errno, "pid %d: cannot load its native mappings", (int)pid);
-	slot = proc_slot(nt, pid, 1);
-	if (slot)
-		slot->last_ns = mono_ns();
+	slot = proc_slot(nt, pid, 1); /* listed: its records may ask for a re-scan */
 	if (slot && nt->procs_fd < 0) {
 		free(slot->np);
 		slot->np = np;
@@ -431,7 +432,9 @@ void native_tables_on_record(struct native_tables *nt, const struct sample_hdr *
 
 		/* Only processes we attached, and not more often than the
 		 * limit: JIT code outside every mapping would ask each time. */
-		if (slot && mono_ns() - slot->last_ns >= (uint64_t)NATIVE_REFRESH_MS * 1000000) {
+		if (slot && (!slot->last_ns ||
+			     mono_ns() - slot->last_ns >= (uint64_t)NATIVE_REFRESH_MS * 1000000)) {
+			slot->last_ns = mono_ns();
 			nt->st.refreshes++;
 			native_tables_attach(nt, (pid_t)h->pid, &d);
 		}

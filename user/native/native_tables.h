@@ -6,11 +6,13 @@
  * the device and inode /proc/PID/maps shows), and per process the sorted
  * list of its executable mappings with their load bias and table.
  *
- * bpf_sampler.c owns one of these when opened with native unwinding: it
+ * bpf_sampler.c owns one of these when opened with native unwinding (and
+ * cmd_trace.c for trace --native, on the tracer's maps): it
  * attaches each process it is given and detaches it on removal, and feeds
  * it every record, so that a sample that ran into an address outside every
  * known mapping (a library loaded since: ctypes loads libffi late) re-scans
- * that process's maps, at most every NATIVE_REFRESH_MS.
+ * that process's maps: the first such record at once, then at most every
+ * NATIVE_REFRESH_MS.
  */
 #ifndef NATIVE_TABLES_H
 #define NATIVE_TABLES_H

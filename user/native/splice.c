@@ -126,7 +126,7 @@ struct splice_scratch {
 	struct sym_frame native[SPLICE_MAX_NATIVE], kernel[SPLICE_MAX_NATIVE];
 	uint8_t is_eval[SPLICE_MAX_NATIVE];
 	uint32_t entry[BPFPY_MAX_DEPTH];
-	struct sym_frame out[BPFPY_MAX_DEPTH + 2 * SPLICE_MAX_NATIVE + 2];
+	struct sym_frame out[SPLICE_MAX_OUT];
 };
 
 struct splice_scratch *splice_scratch_new(void)

@@ -36,6 +36,8 @@ struct native_syms;
 /* Native and kernel frames kept per sample at most (the kernel records
  * fewer; the bound is for a record that claims more). */
 #define SPLICE_MAX_NATIVE 256
+/* Frames of a spliced stack at most: Python, native and kernel, two marks. */
+#define SPLICE_MAX_OUT (BPFPY_MAX_DEPTH + 2 * SPLICE_MAX_NATIVE + 2)
 
 enum splice_cause {
 	SPLICE_EVAL_EMPTY = 0, /* an eval-loop frame with no Python frame left for it */

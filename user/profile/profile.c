@@ -966,6 +966,21 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
+void profile_label(char *buf, size_t len, const char *name, const char *file, int line, int kind,
+		   int no_lines)
+{
+	if (kind == FRAME_KIND_NATIVE || kind == FRAME_KIND_KERNEL)
+		/* No line: the same label with or without no_lines. */
+		snprintf(buf, len, "%s%s%s%s %s", name, *file ? " (" : "", file, *file ? ")" : "",
+			 kind == FRAME_KIND_NATIVE ? "[native]" : "[kernel]");
+	else if (!*file)
+		snprintf(buf, len, "%s", name);
+	else if (no_lines)
+		snprintf(buf, len, "%s (%s)", name, file);
+	else
+		snprintf(buf, len, "%s (%s:%d)", name, file, line);
+}
+
 char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, int sanitize,
 			  char *buf, size_t len)
 {
@@ -974,16 +989,8 @@ char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, i
 
 	char raw[4096];
 
-	if (fn->kind == FRAME_KIND_NATIVE || fn->kind == FRAME_KIND_KERNEL)
-		/* No line: the same label with or without no_lines. */
-		snprintf(raw, sizeof(raw), "%s%s%s%s %s", name, *file ? " (" : "", file,
-			 *file ? ")" : "", fn->kind == FRAME_KIND_NATIVE ? "[native]" : "[kernel]");
-	else if (!*file)
-		snprintf(raw, sizeof(raw), "%s", name);
-	else if (no_lines)
-		snprintf(raw, sizeof(raw), "%s (%s)", name, file);
-	else
-		snprintf(raw, sizeof(raw), "%s (%s:%d)", name, file, p->frames[key].line);
+	profile_label(raw, sizeof(raw), name, file, no_lines ? 0 : p->frames[key].line, fn->kind,
+		      no_lines);
 	if (sanitize)
 		text_escape(buf, len, raw, TEXT_FOLDED);
 	else

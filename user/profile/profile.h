@@ -254,6 +254,13 @@ static inline uint32_t profile_frame_key(const struct profile *p, uint32_t frame
 	return no_lines ? p->frames[frame].func : frame;
 }
 
+/* One frame's label as every folded output writes it, unsanitized, into
+ * buf: "qualname (file:line)", "qualname (file)" under no_lines, just the
+ * name without a file (marks), "name (lib) [native]", "name [kernel]" or
+ * "name (module) [kernel]" (enum frame_kind). */
+void profile_label(char *buf, size_t len, const char *name, const char *file, int line, int kind,
+		   int no_lines);
+
 /* The label of a key from profile_frame_key(): "qualname (file:line)", or
  * "qualname (file)" under no_lines, or just the name for a frame without a
  * file (such as PROFILE_TRUNCATED_NAME), into buf.

@@ -35,6 +35,9 @@
 #include "trace_model.h"
 #include "trace_probes.h"
 #include "launch.h"
+#include "native_symbols.h"
+#include "native_tables.h"
+#include "splice.h"
 
 #include "bpf_loader.h"
 #include "tracer.skel.h"
@@ -54,6 +57,7 @@ struct trace_opts {
 	int force, top;
 	unsigned max_depth;
 	int verbose, quiet;
+	int native; /* --native (--kernel is refused) */
 	char **cmd; /* trace -- CMD ARGS...: launch it */
 };
 
@@ -83,7 +87,15 @@ static const char doc[] =
     " -- the hits as stacks with the probe as leaf frame, weighted by hits: counted-only "
     "hits go to their location's last stack. An existing -o path is refused without "
     "--force (exit 2); once written: 'bpfpy trace: wrote FILE (N samples, FORMAT)' on stderr "
-    "(N: events for chrome and summary, stacks' hits for a profile format).\n\n"
+    "(N: events for chrome and summary, stacks' hits for a profile format).\n"
+    "NATIVE. --native unwinds the C stack of every emitted hit in the kernel, from the "
+    "probe's registers, with the unwind tables and the splice of record --native (see bpfpy "
+    "record --help): the stacks of every format then hold 'name (lib) [native]' frames "
+    "between the Python ones, in true order, and the summary shows under each location the "
+    "native frames between its Python frame and the probe ('via ...'). Hits only counted "
+    "cost what they did. --kernel is refused (exit 2): a uprobe or USDT hit stops the thread "
+    "at a user instruction, so there is no kernel stack under it (bpf_get_stack would give "
+    "none); record --kernel samples kernel stacks.\n\n"
     "LAUNCH. bpfpy trace [OPTIONS] -- CMD ARGS... runs CMD as record -- CMD does (see "
     "bpfpy record --help): the probes are attached before its first bytecode, tracing "
     "ends when it exits, and bpfpy exits with its status (128+N for signal N).\n\n"
@@ -94,7 +106,8 @@ static const char doc[] =
     "  sudo bpfpy trace -p 1234 --usdt python:gc__start -d 10\n"
     "  sudo bpfpy trace -p 1234 --uprobe libsqlite3:sqlite3_step --uretprobe "
     "libsqlite3:sqlite3_step\n"
-    "  sudo bpfpy trace -p 1234 --calls --rearm 30 -f collapsed -o calls.folded\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy trace -p 1234 --calls --rearm 30 -f collapsed -o calls.folded\n"
+    "  sudo bpfpy trace -p 1234 --native --uprobe libc:qsort -f collapsed\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_USDT = 256,
@@ -108,6 +121,8 @@ enum {
 	OPT_FORCE,
 	OPT_TOP,
 	OPT_MAX_DEPTH,
+	OPT_NATIVE,
+	OPT_KERNEL,
 };
 
 static const struct argp_option options[] = {
@@ -126,6 +141,8 @@ static const struct argp_option options[] = {
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
     {"top", OPT_TOP, "N", 0, "Summary: locations shown (default 30)", 0},
     {"max-depth", OPT_MAX_DEPTH, "N", 0, "Frames per stack at most (1..1024)", 0},
+    {"native", OPT_NATIVE, NULL, 0, CLI_NATIVE_HELP, 0},
+    {"kernel", OPT_KERNEL, NULL, 0, CLI_KERNEL_HELP, 0},
     {"quiet", 'q', NULL, 0, "No notes on stderr", 0},
     {"verbose", 'v', NULL, 0, "libbpf log on stderr", 0},
     {0},
@@ -197,6 +214,15 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_MAX_DEPTH:
 		o->max_depth = (unsigned)cli_long(state, arg, 1, BPFPY_MAX_DEPTH, "--max-depth");
 		break;
+	case OPT_NATIVE:
+		o->native = 1;
+		break;
+	case OPT_KERNEL:
+		/* At once: no probe this command attaches can ever have one. */
+		argp_error(state, "--kernel: a uprobe or USDT hit stops the thread at a user "
+				  "instruction, so there is no kernel stack to take (record "
+				  "--kernel samples kernel stacks)");
+		break;
 	case 'q':
 		o->quiet = 1;
 		break;
@@ -232,18 +258,30 @@ struct tctx {
 	struct profile *prof;	   /* every hit, for the profile formats */
 	char *buf;		   /* folded stack being built */
 	size_t buflen;
+	/* --native: the tables the tracer unwinds with, naming, splicing */
+	struct native_tables *nt;
+	struct native_syms *ns;
+	struct splice_scratch *sc;
+	uint64_t splice_causes[SPLICE__COUNT];
 };
 
-/* Frame labels go into ';'-joined lines: keep them one field each, with
- * the one folded-key sanitizer. */
-static void put_label(char **p, char *end, const char *name, const char *file, int line)
+/* Frames f[from..to) (leaf first) as one folded line, root first, each
+ * label one field: the one label of every folded output, sanitized. */
+static void fold_frames(char *p, char *end, const struct sym_frame *f, uint32_t from, uint32_t to)
 {
 	char raw[1024];
-	size_t n;
 
-	snprintf(raw, sizeof(raw), "%s (%s:%d)", name, file, line);
-	n = text_escape(*p, (size_t)(end - *p), raw, TEXT_FOLDED);
-	*p += n < (size_t)(end - *p) ? n : strlen(*p);
+	*p = 0;
+	for (uint32_t i = to; i-- > from && p < end - 2;) {
+		size_t n;
+
+		profile_label(raw, sizeof(raw), f[i].name, f[i].file, f[i].line, f[i].kind, 0);
+		n = text_escape(p, (size_t)(end - 1 - p), raw, TEXT_FOLDED);
+		p += n < (size_t)(end - 1 - p) ? n : strlen(p);
+		if (i > from)
+			*p++ = ';';
+		*p = 0;
+	}
 }
 
 static uint32_t decode_arg(struct tctx *c, const struct trace_probe *tp, int i, uint64_t v)
@@ -265,11 +303,17 @@ static int on_record(void *arg, void *data, size_t size)
 	struct trace_data *td = c->td;
 	struct trace_event e = {0};
 	const struct trace_probe *tp;
+	const struct sym_frame *st = c->frames; /* the stack, leaf first */
+	uint32_t nst = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH, npy = nst;
 	char *p = c->buf, *end = c->buf + c->buflen;
 
-	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(*fr) ||
+	if (size < sizeof(*h) ||
+	    size < sizeof(*h) + (size_t)h->nframes * sizeof(*fr) +
+		       ((size_t)h->nnative + h->nkernel) * sizeof(__u64) ||
 	    !(h->flags & SAMPLE_TRACE) || h->probe_id >= (uint32_t)td->nprobes)
 		return 0;
+	if (c->nt) /* a library loaded since the attach: its table */
+		native_tables_on_record(c->nt, h);
 	tp = &td->probes[h->probe_id];
 	e.ts_ns = h->ts_ns;
 	e.pid = h->pid;
@@ -284,20 +328,22 @@ static int on_record(void *arg, void *data, size_t size)
 	e.stack = e.leaf = TRACE_NONE;
 	if (h->flags & SAMPLE_ERROR)
 		td->walk_errors++;
-	for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
+	for (uint32_t i = 0; i < npy; i++)
 		code_cache_symbolize(c->cache, &fr[i], &c->frames[i]);
+	/* --native: one stack in true order, as record splices it. */
+	if (c->ns && h->nnative && !(h->flags & SAMPLE_ERROR))
+		splice_record(c->ns, c->sc, h, fr, c->frames, c->proc->bin.version_hex, &st, &nst,
+			      c->splice_causes);
+	if (nst > TRACE_MAX_FRAMES - 1)
+		nst = TRACE_MAX_FRAMES - 1;
 	*p = 0;
 	if (h->flags & SAMPLE_TRUNCATED)
 		p += snprintf(p, (size_t)(end - p), "%s;", PROFILE_TRUNCATED_NAME);
-	for (int i = (int)h->nframes - 1; i >= 0 && p < end - 2; i--) {
-		put_label(&p, end - 1, c->frames[i].name, c->frames[i].file, c->frames[i].line);
-		if (i)
-			*p++ = ';';
-		*p = 0;
-	}
-	if (h->nframes) {
+	fold_frames(p, end, st, 0, nst);
+	if (nst) {
 		e.stack = strtab_intern(&td->strs, c->buf);
-		e.leaf = strtab_intern(&td->strs, c->frames[0].name);
+		if (npy)
+			e.leaf = strtab_intern(&td->strs, c->frames[0].name);
 	}
 	e.loc = trace_loc_get(td, e.probe_id, e.code);
 	{
@@ -306,19 +352,30 @@ static int on_record(void *arg, void *data, size_t size)
 		    .ts_ns = h->ts_ns,
 		    .pid = h->pid,
 		    .tid = h->tid,
-		    .flags = h->nframes ? h->flags & SAMPLE_TRUNCATED : 0,
-		    .nframes = 1 + (h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH),
+		    .flags = nst ? h->flags & SAMPLE_TRUNCATED : 0,
+		    .nframes = 1 + nst,
 		    .frames = c->pframes,
 		};
 		char leaf[272];
 
 		snprintf(leaf, sizeof(leaf), "[%s]", tp->label);
 		c->pframes[0] = (struct sym_frame){.name = leaf};
-		memcpy(c->pframes + 1, c->frames, (ps.nframes - 1) * sizeof(*c->frames));
+		memcpy(c->pframes + 1, st, nst * sizeof(*st));
 		if (!profile_add(c->prof, &ps) && e.loc != TRACE_NONE)
 			td->locs[e.loc].last_fold = c->prof->last_stack;
 	}
-	if (e.loc != TRACE_NONE && td->locs[e.loc].name == TRACE_NONE && h->nframes) {
+	if (e.loc != TRACE_NONE && c->ns && npy) {
+		/* The native frames above the location's Python frame. */
+		uint32_t k = 0;
+
+		while (k < nst && st[k].kind != FRAME_KIND_PYTHON)
+			k++;
+		if (k && k < nst)
+			fold_frames(c->buf, end, st, 0, k);
+		td->locs[e.loc].native_via =
+		    k && k < nst ? strtab_intern(&td->strs, c->buf) : TRACE_NONE;
+	}
+	if (e.loc != TRACE_NONE && td->locs[e.loc].name == TRACE_NONE && npy) {
 		snprintf(c->buf, c->buflen, "%s (%s:%d)", c->frames[0].name, c->frames[0].file,
 			 c->frames[0].firstlineno);
 		td->locs[e.loc].name = strtab_intern(&td->strs, c->buf);
@@ -448,6 +505,29 @@ static void read_counters(struct tracer_bpf *skel, struct trace_data *td)
 	td->no_python = cnt[CNT_NO_PYTHON];
 }
 
+/* --native, on stderr after the output: what the kernel unwound and what
+ * the splice could not place (the same lines as record's). */
+static void native_note(struct tctx *c)
+{
+	uint64_t n[NCNT__COUNT], lost = 0;
+
+	if (!c->nt || c->o->quiet)
+		return;
+	if (!native_tables_counters(c->nt, n)) {
+		for (int i = 1; i < NATIVE_CAUSE__COUNT; i++)
+			lost += n[NCNT_LOST_BASE + i];
+		fprintf(stderr,
+			"  native unwinding: %llu hits, %.1f frames a hit (%llu by frame pointer), "
+			"in-kernel %.2f us a hit; %llu truncated, %llu stopped early\n",
+			(unsigned long long)n[NCNT_SAMPLES],
+			n[NCNT_SAMPLES] ? (double)n[NCNT_FRAMES] / n[NCNT_SAMPLES] : 0.0,
+			(unsigned long long)n[NCNT_FP_FRAMES],
+			n[NCNT_SAMPLES] ? n[NCNT_NS] / 1e3 / n[NCNT_SAMPLES] : 0.0,
+			(unsigned long long)n[NCNT_TRUNCATED], (unsigned long long)lost);
+	}
+	splice_summary(stderr, c->ns, c->splice_causes);
+}
+
 /* Into of (opened before tracing began) or stdout. */
 static int write_output(struct trace_opts *o, struct trace_data *td, struct profile *prof,
 			struct out_file *of, struct diag *d)
@@ -494,21 +574,43 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct prof
 	return 0;
 }
 
-static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct trace_data *td,
-		       struct py_process *proc, struct diag *d)
+static int open_tracer(struct tracer_bpf **out, struct tctx *c, struct diag *d)
 {
 	struct tracer_bpf *skel = tracer_bpf__open();
+	struct trace_data *td = c->td;
 	__u32 key = (__u32)td->pid;
 
 	if (!skel)
 		return bpf_loader_open_failed("tracer", d);
 	*out = skel;
 	skel->rodata->threshold = td->threshold;
+	/* Off, the unwinder is dead code to the verifier: a hit costs what
+	 * it did, and the rows array is not 32 MiB. */
+	skel->rodata->want_native = !!c->o->native;
+	if (!c->o->native)
+		bpf_map__set_max_entries(skel->maps.native_rows, 1);
 	bpf_map__set_max_entries(skel->maps.events, 16 << 20);
 	if (bpf_loader_load(skel->skeleton, "tracer", d))
 		return -1;
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.proc_configs), &key, &proc->cfg, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.proc_configs), &key, &c->proc->cfg, BPF_ANY))
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF tracer", td->pid);
+	if (c->o->native) {
+		c->nt = native_tables_new(bpf_map__fd(skel->maps.native_rows),
+					  bpf_map__max_entries(skel->maps.native_rows),
+					  bpf_map__fd(skel->maps.native_procs),
+					  bpf_map__fd(skel->maps.native_counters), d);
+		if (!c->nt)
+			return -1;
+		/* Without its tables the hits still come, their native stacks
+		 * ending at once (flagged, counted). */
+		if (native_tables_attach(c->nt, td->pid, d)) {
+			diag_prefix(d, "warning: native stacks lost: ");
+			diag_report(d);
+		}
+		/* Hits drained after the target exited are named all the same:
+		 * its maps and files are read now, while it lives. */
+		native_syms_prime(c->ns, td->pid);
+	}
 	for (int i = 0; i < td->nprobes; i++) {
 		struct trace_probe_cfg pc = {.role = (__u32)td->probes[i].role};
 		__u32 id = (__u32)i;
@@ -516,7 +618,6 @@ static int open_tracer(struct tracer_bpf **out, struct trace_opts *o, struct tra
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.probe_cfgs), &id, &pc, BPF_ANY))
 			return diag_errno(d, errno, "cannot configure probe %d", i);
 	}
-	(void)o;
 	return 0;
 }
 
@@ -606,16 +707,21 @@ int cmd_trace(int argc, char **argv)
 	}
 	c.cache = code_cache_new(&proc.mem, &proc.cfg.off, 0);
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
-	c.pframes = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.pframes));
+	c.pframes = calloc(TRACE_MAX_FRAMES, sizeof(*c.pframes));
+	if (o.native) {
+		c.ns = native_syms_new();
+		c.sc = splice_scratch_new();
+	}
 	c.prof = profile_new(0, "wall");
 	c.buflen = 256 * 1024;
 	c.buf = malloc(c.buflen);
-	if (!c.cache || !c.frames || !c.buf || !c.pframes || !c.prof) {
+	if (!c.cache || !c.frames || !c.buf || !c.pframes || !c.prof ||
+	    (o.native && (!c.ns || !c.sc))) {
 		diag_errno(&d, ENOMEM, "trace");
 		ret = diag_report(&d);
 		goto out;
 	}
-	if (open_tracer(&skel, &o, &td, &proc, &d)) {
+	if (open_tracer(&skel, &c, &d)) {
 		ret = diag_report(&d);
 		goto out;
 	}
@@ -654,6 +760,8 @@ int cmd_trace(int argc, char **argv)
 		ret = diag_report(&d);
 	else if (ret == EXIT_OK)
 		o.output = NULL; /* committed */
+	if (ret == EXIT_OK)
+		native_note(&c);
 out:
 	if (o.output && of.f)
 		out_file_abort(&of);
@@ -665,6 +773,9 @@ out:
 	free(c.pframes);
 	profile_free(c.prof);
 	free(c.buf);
+	native_tables_free(c.nt);
+	native_syms_free(c.ns);
+	splice_scratch_free(c.sc);
 	trace_data_free(&td);
 	/* Launched: once the output is written, CMD's status is ours. */
 	if (o.cmd) {

@@ -130,6 +130,7 @@ uint32_t trace_loc_get(struct trace_data *td, uint32_t probe_id, uint64_t code)
 	l->code = code;
 	l->name = TRACE_NONE;
 	l->last_fold = TRACE_NONE;
+	l->native_via = TRACE_NONE;
 	td->loc_slots[i] = td->nlocs + 1;
 	return td->nlocs++;
 }

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "bpfpy.h"
+#include "splice.h"
 
 struct bpf_link;
 struct diag;
@@ -22,6 +23,9 @@ struct diag;
 enum trace_kind { TRACE_USDT, TRACE_UPROBE, TRACE_URETPROBE };
 
 #define TRACE_NONE UINT32_MAX /* no string / no stack */
+/* Frames of one hit's stack at most: the probe, then Python frames, or with
+ * --native the spliced stack (user/native/splice.h: SPLICE_MAX_OUT). */
+#define TRACE_MAX_FRAMES (1 + SPLICE_MAX_OUT)
 
 struct trace_probe {
 	int id;	  /* cookie in BPF, index in trace_data.probes */
@@ -59,6 +63,9 @@ struct trace_loc {
 	uint64_t hits, emitted, first_ns, saturated_ns; /* from BPF */
 	uint64_t seen_hits;				/* hits at the last saturation check */
 	uint32_t last_fold;				/* last event's profile stack */
+	/* --native: the last hit's native frames between the location's
+	 * Python frame and the probe, folded root first; TRACE_NONE if none. */
+	uint32_t native_via;
 	uint64_t *lat; /* latencies of completed pairs opened here, ns */
 	size_t nlat, caplat;
 };

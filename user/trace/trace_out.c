@@ -110,6 +110,12 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 		fprintf(f, "%s  ", td->probes[l->probe_id].label);
 		text_put(f, loc_name(td, l, buf, sizeof(buf)));
 		fputc('\n', f);
+		/* --native: which C path led from the Python frame to the probe. */
+		if (l->native_via != TRACE_NONE) {
+			fputs("           via ", f);
+			text_put(f, strtab_get(&td->strs, l->native_via));
+			fputc('\n', f);
+		}
 	}
 	if (td->nlocs > (uint32_t)top)
 		fprintf(f, "(%u more locations; --top N)\n", td->nlocs - (uint32_t)top);
@@ -133,10 +139,10 @@ static json_object *stack_json(const struct trace_data *td, uint32_t stack)
 	json_object *a = json_object_new_array();
 	const char *s = strtab_get(&td->strs, stack), *e;
 	size_t n = 0;
-	const char *parts[BPFPY_MAX_DEPTH + 1];
-	size_t lens[BPFPY_MAX_DEPTH + 1];
+	const char *parts[TRACE_MAX_FRAMES];
+	size_t lens[TRACE_MAX_FRAMES];
 
-	while (*s && n <= BPFPY_MAX_DEPTH) {
+	while (*s && n < TRACE_MAX_FRAMES) {
 		e = strchr(s, ';');
 		parts[n] = s;
 		lens[n++] = e ? (size_t)(e - s) : strlen(s);
@@ -197,14 +203,14 @@ static int64_t event_sf(const struct trace_data *td, const struct trace_event *e
 			struct chrome_frames *cf)
 {
 	const char *s = strtab_get(&td->strs, e->stack);
-	const char *names[BPFPY_MAX_DEPTH + 2];
+	const char *names[TRACE_MAX_FRAMES + 1];
 	char *copy, *p, *part;
 	uint32_t n = 0;
 	int64_t sf;
 
 	if (e->stack == TRACE_NONE || !*s || !(copy = strdup(s)))
 		return -1;
-	for (p = copy; n < BPFPY_MAX_DEPTH + 2 && (part = strsep(&p, ";")) != NULL;)
+	for (p = copy; n < TRACE_MAX_FRAMES + 1 && (part = strsep(&p, ";")) != NULL;)
 		names[n++] = part;
 	sf = chrome_frames_add(cf, names, n);
 	free(copy);

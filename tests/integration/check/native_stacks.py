@@ -8,6 +8,9 @@
 #             -> native frames, among them ctypes/libffi, then a qsort of
 #             libc.so.6, then more native frames -> order_cb (Python frames
 #             in that order and no others, nothing unplaced)
+#             probe=SYM (trace --native): and each stack goes on from
+#             order_cb through native frames, among them ctypes/libffi,
+#             to SYM [native] and ends with the probe "[uprobe ...:SYM]"
 #   callback  leaf=NAME caller=NAME: in stacks through the callback NAME,
 #             the frame just below it is native and the Python caller is
 #             below that (C code of the standard library between them)
@@ -100,12 +103,25 @@ if mode == "qsort":
     through = [(f, n) for f, n in stacks if any(x[0] == "python" and x[1] == "order_cb" for x in f)]
     good = wrong = nlost = 0
     example = None
+    probe = args.get("probe")
     for frames, n in through:
         names = [f[1] for f in frames]
         right = False
         if lost(frames):
             nlost += n
             continue
+        if probe:
+            i_cb = names.index("order_cb")
+            top = frames[i_cb + 1:]
+            if not (len(top) >= 3 and top[-1][0] == "mark" and top[-1][1].startswith("[uprobe ")
+                    and top[-1][1].endswith(":%s]" % probe) and top[-2][:2] == ("native", probe)
+                    and all(f[0] == "native" for f in top[:-1])
+                    and any("ffi" in f[2] or "_ctypes" in f[2] for f in top[:-2])):
+                wrong += n
+                if wrong <= 3 * n:
+                    print("  wrong above order_cb: %d x %s" % (n, show(frames)))
+                continue
+            frames, names = frames[:i_cb + 1], names[:i_cb + 1]
         if pyonly(frames) == ["<module>", "sort_block", "order_cb"]:
             i_sort, i_cb = names.index("sort_block"), names.index("order_cb")
             mid = frames[i_sort + 1:i_cb]
