@@ -338,6 +338,7 @@ int native_tables_attach(struct native_tables *nt, pid_t pid, struct diag *d)
 {
 	struct proc_maps maps = {0};
 	struct native_proc *np;
+	struct nproc *slot;
 	uint64_t deadline = mono_ns() + (uint64_t)NATIVE_ATTACH_MS * 1000000;
 	__u32 key = (__u32)pid;
 	int ret = 0;
