@@ -220,9 +220,10 @@ struct bin_facts {
 	char build_id[65];
 };
 
-/* Processes of one host rarely run more than a few interpreters; a scan of
- * a host with more only re-reads some. */
-#define FACTS_CACHE 16
+/* A host runs few interpreters, but every executable of an exec'ing host
+ * (a build: sh, cc, as, ld, make...) is a file looked at too, and one not
+ * Python is a fact worth keeping: 64 entries of about 200 bytes. */
+#define FACTS_CACHE 64
 
 static struct bin_facts facts_cache[FACTS_CACHE];
 static uint64_t facts_tick;

@@ -39,7 +39,7 @@ int py_binary_find(pid_t pid, struct py_binary *b, struct diag *d);
 
 /* py_binary_find reads each interpreter file once per bpfpy process: what
  * the file says about itself is kept, keyed by the opened file's device,
- * inode, size, mtime and ctime (a bounded cache, least recently used out).
+ * inode, size, mtime and ctime (64 files, least recently used out).
  * The counts are for the bench and the tests. */
 struct py_binary_cache_stats {
 	uint64_t hits, misses; /* files looked up / read */
