@@ -46,23 +46,20 @@ struct proc {
 	unsigned long long rt, code, hex; /* what it printed */
 };
 
+/* cp FROM TO (mode kept: executable), no shell. */
 static int copy_file(const char *from, const char *to)
 {
-	char buf[1 << 16];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out, ok = 1;
-	ssize_t n;
+	int status = -1;
+	pid_t pid = fork();
 
-	if (in < 0)
-		return -1;
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	if (out < 0) {
-		close(in);
-		return -1;
+	if (pid == 0) {
+		execl("/bin/cp", "cp", "--preserve=mode", from, to, (char *)NULL);
+		_exit(127);
 	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		ok &= write(out, buf, (size_t)n) == n;
-	close(in);
-	return close(out) || n < 0 || !ok ? -1 : 0;
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		       WEXITSTATUS(status) == 0
+		   ? 0
+		   : -1;
 }
 
 /* Start exe (a python, or anything when script is NULL) with stdin and
@@ -131,6 +128,24 @@ static void stop(struct proc *p)
 	p->in = 0;
 }
 
+/* Start a copy of sleep at exe (through a rename when tmp is given, as a
+ * name swapped under a running process would be) and expect "not a CPython
+ * process". */
+static void expect_not_python(const char *exe, const char *tmp)
+{
+	struct proc s;
+	struct py_binary b;
+	struct diag d = {0};
+
+	assert_int_equal(copy_file("/bin/sleep", tmp ? tmp : exe), 0);
+	if (tmp)
+		assert_int_equal(rename(tmp, exe), 0);
+	assert_int_equal(start(exe, NULL, &s), 0);
+	assert_int_equal(py_binary_find(s.pid, &b, &d), -1);
+	assert_int_equal(d.code, EXIT_NOT_PYTHON);
+	stop(&s);
+}
+
 /* py_binary_find on p: right, and was it a cache hit (1) or a read (0)? */
 static int find_checked(const struct proc *p)
 {
@@ -147,6 +162,18 @@ static int find_checked(const struct proc *p)
 	assert_int_equal(b.version_hex, p->hex);
 	assert_int_equal(s1.hits + s1.misses, s0.hits + s0.misses + 1);
 	return s1.hits > s0.hits;
+}
+
+/* A fresh copy of python3.11 named NAME under the test's directory (path
+ * into path), and a process of it, whose first look is a read. */
+static void fresh_python(const char *name, char *path, size_t len, struct proc *a)
+{
+	if (!dir[0])
+		skip();
+	snprintf(path, len, "%s/%s", dir, name);
+	assert_int_equal(copy_file(PY311, path), 0);
+	assert_int_equal(start(path, script, a), 0);
+	assert_false(find_checked(a));
 }
 
 static int setup(void **state)
@@ -179,14 +206,9 @@ static void test_hit_and_invalidation(void **state)
 	int fd;
 
 	(void)state;
-	if (!dir[0])
-		skip();
-	snprintf(path, sizeof(path), "%s/python3.11", dir);
-	assert_int_equal(copy_file(PY311, path), 0);
-	assert_int_equal(start(path, script, &a), 0);
+	fresh_python("python3.11", path, sizeof(path), &a);
 	assert_int_equal(start(path, script, &b), 0);
-	assert_false(find_checked(&a)); /* first sight of the file */
-	assert_true(find_checked(&b));	/* the same file: a hit */
+	assert_true(find_checked(&b)); /* the same file: a hit */
 	assert_true(find_checked(&a));
 	stop(&a);
 	stop(&b);
@@ -216,9 +238,7 @@ static void test_hit_and_invalidation(void **state)
 static void test_file_not_name(void **state)
 {
 	char path[128], alias[128], other[128];
-	struct proc a, b, s;
-	struct py_binary bin;
-	struct diag d = {0};
+	struct proc a, b;
 
 	(void)state;
 	if (!dir[0])
@@ -234,12 +254,7 @@ static void test_file_not_name(void **state)
 	assert_true(find_checked(&b));
 	stop(&b);
 
-	assert_int_equal(copy_file("/bin/sleep", other), 0);
-	assert_int_equal(rename(other, path), 0);
-	assert_int_equal(start(path, NULL, &s), 0);
-	assert_int_equal(py_binary_find(s.pid, &bin, &d), -1);
-	assert_int_equal(d.code, EXIT_NOT_PYTHON);
-	stop(&s);
+	expect_not_python(path, other);
 	find_checked(&a); /* right; hit or not (ctime moved with the link count) */
 	stop(&a);
 }
@@ -249,24 +264,13 @@ static void test_file_not_name(void **state)
 static void test_bounded(void **state)
 {
 	char path[128], sl[128];
-	struct proc a, s;
-	struct py_binary b;
-	struct diag d = {0};
+	struct proc a;
 
 	(void)state;
-	if (!dir[0])
-		skip();
-	snprintf(path, sizeof(path), "%s/bounded-python3.11", dir);
-	assert_int_equal(copy_file(PY311, path), 0);
-	assert_int_equal(start(path, script, &a), 0);
-	assert_false(find_checked(&a));
+	fresh_python("bounded-python3.11", path, sizeof(path), &a);
 	for (int i = 0; i < 70; i++) { /* FACTS_CACHE is 64 */
 		snprintf(sl, sizeof(sl), "%s/sleep%d", dir, i);
-		assert_int_equal(copy_file("/bin/sleep", sl), 0);
-		assert_int_equal(start(sl, NULL, &s), 0);
-		assert_int_equal(py_binary_find(s.pid, &b, &d), -1);
-		assert_int_equal(d.code, EXIT_NOT_PYTHON);
-		stop(&s);
+		expect_not_python(sl, NULL);
 	}
 	assert_false(find_checked(&a));
 	stop(&a);
