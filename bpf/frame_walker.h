@@ -160,7 +160,7 @@ WALK_INLINE int walk_read_ptr(WALK_READER_T *r, __u64 addr, __u64 *out)
  * in one byte and not in the next) reached bpf_loop as another state, and
  * the step was verified again for each: 97k instructions processed, 0.1 to
  * 0.4 s of CPU at every `record` start on this 2-CPU machine, most of what
- * `record -a` costs over a 10 s run; with it 19k, about 25 ms. Safety does
+ * `record -a` costs over a 10 s run; with it 15k, 20 to 30 ms. Safety does
  * not rest on these values: every use is masked or clamped where the
  * verifier checks it, as the step's reads of target bytes already are.
  */
