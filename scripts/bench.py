@@ -19,7 +19,9 @@ run on this machine, so ratios compare like with like. Parts:
            the interrupt-only control bpf-timer at 1 and 10 kHz on the
            3-frame loop, with their 95% intervals when the oracle gives them
            (slowdown_pct, slowdown_ci95, mode bpf-timer; '-' otherwise)
-  extra    row scripts (EXTRA_ROW_SCRIPTS below): each prints JSON rows
+  extra    row scripts (EXTRA_ROW_SCRIPTS below): each prints JSON rows;
+           scripts/bench_system.sh gives the system-wide rows (record -a
+           -F 100 over 50 and 200 light processes)
 
 Usage: scripts/bench.py OUT.json [--quick] [--only PART[,PART]] [--python LABEL[,LABEL]]
 """
@@ -40,14 +42,18 @@ DEPTH_PY = os.path.join(HERE, "bench_progs", "depth.py")
 DEPTHS = [3, 30, 300, 1000]
 
 # Hook point: scripts that add rows to the goals table. Each is run as
-# `SCRIPT [--quick]` with BPFPY in its environment, within its deadline (s),
+# `SCRIPT [ARGS...] [--quick]` with BPFPY in its environment, within its
+# deadline (s),
 # and prints one JSON object per line:
 #   {"goal": "what is measured", "value": 1.5, "ci95": 0.2 or null,
 #    "target": "<= 3" or null, "limit": 3 or null, "unit": "us"}
 # ("limit" with a "<=" or ">=" target gives the ratio column). Lines that
 # are not JSON are shown as they are. One line per script in this list.
+# Entries are (script, deadline) or (script, deadline, [args]).
 EXTRA_ROW_SCRIPTS = [
-    # ("scripts/bench_system.sh", 300),   # usr: system-wide rows (-a, 50 and 200 processes)
+    # record -a over 50 and 200 light processes: in-kernel / hot, bpfpy CPU
+    # with and without start-up, RSS, each a mean of 3 runs (2 with --quick)
+    ("scripts/bench_system.sh", 900, ["--json"]),
 ]
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
@@ -229,14 +235,16 @@ def part_oracle(tg, quick, res):
 
 
 def part_extra(quick, res):
-    for script, deadline in EXTRA_ROW_SCRIPTS:
-        cmd = [os.path.join(ROOT, script)] + (["--quick"] if quick else [])
+    for script, deadline, *args in EXTRA_ROW_SCRIPTS:
+        cmd = [os.path.join(ROOT, script)] + (args[0] if args else []) + (["--quick"] if quick else [])
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=deadline,
                                env=dict(os.environ, BPFPY=BPFPY))
         except subprocess.TimeoutExpired:
             res["extra"].append({"goal": f"{script}: no answer within {deadline} s"})
             continue
+        # Its own table (runs, means, load) goes with the progress lines.
+        sys.stderr.write(r.stderr)
         for line in r.stdout.splitlines():
             try:
                 row = json.loads(line)

@@ -12,6 +12,5 @@ case " $* " in
 *" --quick "*) "$here/bench_trace.sh" 22 10 1 ;;
 *) "$here/bench_trace.sh" ;;
 esac
-echo; echo "== record -a over light processes (scripts/bench_system.sh)"; "$here/bench_system.sh"
 "$here/bench_offcpu.sh"
 echo; echo "== --native in-kernel cost (scripts/bench_native.sh)"; "$here/bench_native.sh"

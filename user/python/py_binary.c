@@ -13,6 +13,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,52 +186,197 @@ static uint32_t version_from_symbols(struct elfsym *e)
 	return PY_RUNTIME_FIRST;
 }
 
-static uint64_t sym_addr(struct elfsym *e, const char *name, uint64_t bias)
-{
-	uint64_t v;
+/*
+ * What a file says about itself, the same for every process that maps it:
+ * whether it is a CPython, the file addresses of its globals, its build-id.
+ * Reading them means the ELF headers, the whole symbol table and a linear
+ * search per symbol; `record -a` over 200 processes of one interpreter did
+ * that 200 times (about 0.6 ms each). So the facts are kept, keyed by the
+ * identity of the file actually opened (fstat of the descriptor that the
+ * safe routes of open_mapped gave, never a name the target could swap):
+ * device, inode, size, mtime and ctime. A file rewritten in place changes
+ * mtime or ctime (ctime cannot be set back from user space), a replaced
+ * one its inode: either misses. A hostile file gains nothing from a hit it
+ * could not have had by a fresh read: the facts are only addresses in its
+ * own process, read from there with bounded reads like any other.
+ */
+enum facts_kind { FACTS_NOT_ELF, FACTS_OTHER, FACTS_OLD_PYTHON, FACTS_PYTHON };
+enum { SYM_CODE, SYM_NONE, SYM_FRAME, SYM_UNICODE, SYM_PY_VERSION, NSYMS };
 
-	return elfsym_lookup(e, name, &v, NULL) ? 0 : v + bias;
+static const char *const fact_syms[NSYMS] = {"PyCode_Type", "_Py_NoneStruct", "PyFrame_Type",
+					     "PyUnicode_Type", "Py_Version"};
+
+struct bin_facts {
+	uint64_t dev, ino, size, used;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+	enum facts_kind kind;
+	int old_major; /* FACTS_OLD_PYTHON: 2, or 3 for 3.0-3.6 */
+	int type;      /* ET_EXEC, ET_DYN */
+	int has_base, has_usdt;
+	uint64_t elf_base, runtime_vaddr;
+	uint64_t sym[NSYMS];
+	unsigned sym_found; /* bit i: fact_syms[i] is defined */
+	uint32_t file_version, symbols_version;
+	char build_id[65];
+};
+
+/* A host runs few interpreters, but every executable of an exec'ing host
+ * (a build: sh, cc, as, ld, make...) is a file looked at too, and one not
+ * Python is a fact worth keeping: 64 entries of about 200 bytes. */
+#define FACTS_CACHE 64
+
+static struct bin_facts facts_cache[FACTS_CACHE];
+static uint64_t facts_tick;
+static struct py_binary_cache_stats facts_stats;
+static pthread_mutex_t facts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void facts_key(const struct stat *st, struct bin_facts *f)
+{
+	f->dev = (uint64_t)st->st_dev;
+	f->ino = (uint64_t)st->st_ino;
+	f->size = (uint64_t)st->st_size;
+	f->mtime_s = st->st_mtim.tv_sec;
+	f->mtime_ns = st->st_mtim.tv_nsec;
+	f->ctime_s = st->st_ctim.tv_sec;
+	f->ctime_ns = st->st_ctim.tv_nsec;
 }
 
-static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c, struct elfsym *e,
-		uint64_t runtime_vaddr, struct py_binary *b, struct diag *d)
+static int facts_same_file(const struct bin_facts *a, const struct bin_facts *b)
 {
-	uint64_t base = 0, elf_base = 0, v;
+	return a->used && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_s == b->mtime_s && a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s &&
+	       a->ctime_ns == b->ctime_ns;
+}
+
+/* Read the facts of the ELF file e (the one reader, elf_file.h). */
+static void facts_read(struct elfsym *e, struct bin_facts *f)
+{
+	uint64_t v, size;
+
+	f->type = elfsym_type(e);
+	if (!elfsym_lookup(e, "_PyRuntime", &f->runtime_vaddr, &size) ||
+	    !elfsym_section(e, ".PyRuntime", &f->runtime_vaddr, &size)) {
+		f->kind = FACTS_PYTHON;
+	} else if (!elfsym_lookup(e, "Py_Initialize", &v, NULL)) {
+		/* Python 2 and 3.6 have no _PyRuntime; recognize them so the
+		 * user hears "unsupported version", not "not Python". */
+		f->kind = FACTS_OLD_PYTHON;
+		f->old_major = elfsym_lookup(e, "PyString_Type", &v, NULL) ? 3 : 2;
+		return;
+	} else {
+		f->kind = FACTS_OTHER;
+		return;
+	}
+	f->has_base = !elfsym_load_base(e, &f->elf_base);
+	for (int i = 0; i < NSYMS; i++)
+		if (!elfsym_lookup(e, fact_syms[i], &f->sym[i], NULL))
+			f->sym_found |= 1u << i;
+	f->has_usdt = elfsym_has_usdt(e);
+	if (elfsym_build_id(e, f->build_id, sizeof(f->build_id)))
+		f->build_id[0] = '\0';
+	if (!(f->sym_found & (1u << SYM_PY_VERSION)) ||
+	    elfsym_read(e, f->sym[SYM_PY_VERSION], &f->file_version, sizeof(f->file_version)))
+		f->file_version = 0;
+	f->symbols_version = version_from_symbols(e);
+}
+
+/*
+ * The facts of the file open on fd (taken over: closed here), from the
+ * cache or read now. -1 if fd cannot be looked at; a file that is not ELF
+ * is a fact too (FACTS_NOT_ELF), so a host full of shell scripts' and
+ * daemons' executables is read once per file, not once per process.
+ */
+static int facts_of(int fd, const char *host, struct bin_facts *out)
+{
+	struct bin_facts key = {0}, *slot = NULL;
+	struct diag od = {0};
+	struct elfsym *e;
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -1;
+	}
+	facts_key(&st, &key);
+	pthread_mutex_lock(&facts_lock);
+	for (int i = 0; i < FACTS_CACHE; i++)
+		if (facts_same_file(&facts_cache[i], &key)) {
+			facts_cache[i].used = ++facts_tick;
+			*out = facts_cache[i];
+			facts_stats.hits++;
+			pthread_mutex_unlock(&facts_lock);
+			close(fd);
+			return 0;
+		}
+	pthread_mutex_unlock(&facts_lock);
+
+	e = elfsym_open(fd, host, &od); /* takes fd */
+	if (e) {
+		facts_read(e, &key);
+		elfsym_close(e);
+	} else {
+		key.kind = FACTS_NOT_ELF;
+	}
+	pthread_mutex_lock(&facts_lock);
+	facts_stats.misses++;
+	for (int i = 0; i < FACTS_CACHE; i++)
+		if (!slot || facts_cache[i].used < slot->used)
+			slot = &facts_cache[i];
+	key.used = ++facts_tick;
+	*slot = key;
+	pthread_mutex_unlock(&facts_lock);
+	*out = key;
+	return 0;
+}
+
+void py_binary_cache_get_stats(struct py_binary_cache_stats *st)
+{
+	pthread_mutex_lock(&facts_lock);
+	*st = facts_stats;
+	pthread_mutex_unlock(&facts_lock);
+}
+
+static uint64_t sym_addr(const struct bin_facts *f, int i, uint64_t bias)
+{
+	return f->sym_found & (1u << i) ? f->sym[i] + bias : 0;
+}
+
+static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c,
+		const struct bin_facts *f, struct py_binary *b, struct diag *d)
+{
+	uint64_t base = 0;
 	int major, minor;
 
 	b->is_shared_lib = !c->is_exe;
-	if (elfsym_type(e) == ET_EXEC) {
+	if (f->type == ET_EXEC) {
 		b->load_bias = 0;
 	} else {
-		if (proc_maps_file_base(m, c->map->path, &base) || elfsym_load_base(e, &elf_base))
+		if (proc_maps_file_base(m, c->map->path, &base) || !f->has_base)
 			return diag_set(d, EXIT_FAIL, "pid %d: %s has no loadable segment",
 					(int)pid, b->path);
-		b->load_bias = base - elf_base;
+		b->load_bias = base - f->elf_base;
 	}
-	b->runtime_addr = runtime_vaddr + b->load_bias;
-	b->code_type_addr = sym_addr(e, "PyCode_Type", b->load_bias);
-	b->none_addr = sym_addr(e, "_Py_NoneStruct", b->load_bias);
-	b->frame_type_addr = sym_addr(e, "PyFrame_Type", b->load_bias);
-	b->unicode_type_addr = sym_addr(e, "PyUnicode_Type", b->load_bias);
-	b->has_usdt = elfsym_has_usdt(e);
-	if (elfsym_build_id(e, b->build_id, sizeof(b->build_id)))
-		b->build_id[0] = '\0';
+	b->runtime_addr = f->runtime_vaddr + b->load_bias;
+	b->code_type_addr = sym_addr(f, SYM_CODE, b->load_bias);
+	b->none_addr = sym_addr(f, SYM_NONE, b->load_bias);
+	b->frame_type_addr = sym_addr(f, SYM_FRAME, b->load_bias);
+	b->unicode_type_addr = sym_addr(f, SYM_UNICODE, b->load_bias);
+	b->has_usdt = f->has_usdt;
+	snprintf(b->build_id, sizeof(b->build_id), "%s", f->build_id);
 
 	/* Py_Version as the running process has it, else as the file has it;
 	 * they differ only if the file was replaced under the process. It is
 	 * a "const unsigned long", whose low 4 bytes (little-endian x86) hold
 	 * the value whatever its width. */
-	if (!elfsym_lookup(e, "Py_Version", &v, NULL)) {
+	if (f->sym_found & (1u << SYM_PY_VERSION)) {
 		struct mem_reader r;
 		uint32_t ver = 0;
 
-		b->py_version_addr = v + b->load_bias;
+		b->py_version_addr = sym_addr(f, SYM_PY_VERSION, b->load_bias);
 		mem_reader_init_pid(&r, pid);
 		if (mem_read(&r, &ver, sizeof(ver), b->py_version_addr) ||
-		    !py_version_plausible(ver)) {
-			if (elfsym_read(e, v, &ver, sizeof(ver)))
-				ver = 0;
-		}
+		    !py_version_plausible(ver))
+			ver = f->file_version;
 		if (py_version_plausible(ver))
 			b->version_hex = ver;
 	}
@@ -239,7 +385,7 @@ static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c,
 		if (!py_version_from_name(c->map->path, &major, &minor))
 			b->version_hex = PY_VERSION(major, minor);
 		else
-			b->version_hex = version_from_symbols(e);
+			b->version_hex = f->symbols_version;
 	}
 	if (py_version_too_old(b->version_hex))
 		return diag_set(
@@ -286,8 +432,7 @@ int py_binary_find(pid_t pid, struct py_binary *b, struct diag *d)
 	for (size_t i = 0; i < ncand; i++) {
 		char host[PATH_MAX];
 		struct diag od = {0};
-		struct elfsym *e;
-		uint64_t rt, size;
+		struct bin_facts f;
 		int fd;
 
 		fd = open_mapped(pid, cand[i].map, host, sizeof(host), &od);
@@ -301,28 +446,22 @@ int py_binary_find(pid_t pid, struct py_binary *b, struct diag *d)
 				open_err = od;
 			continue;
 		}
-		e = elfsym_open(fd, host, &od);
-		if (!e)
-			continue; /* not ELF (a script's interpreter is always ELF) */
-		if (!elfsym_lookup(e, "_PyRuntime", &rt, &size) ||
-		    !elfsym_section(e, ".PyRuntime", &rt, &size)) {
+		if (facts_of(fd, host, &f))
+			continue;
+		if (f.kind == FACTS_PYTHON) {
 			snprintf(b->path, sizeof(b->path), "%s", host);
-			rc = fill(pid, &m, &cand[i], e, rt, b, d);
-			elfsym_close(e);
+			rc = fill(pid, &m, &cand[i], &f, b, d);
 			if (!rc)
 				proc_ns_note(pid, b->ns_note, sizeof(b->ns_note));
 			goto out;
 		}
-		/* Python 2 and 3.6 have no _PyRuntime; recognize them so the
-		 * user hears "unsupported version", not "not Python". */
-		if (!elfsym_lookup(e, "Py_Initialize", &rt, NULL) && !old_python) {
+		if (f.kind == FACTS_OLD_PYTHON && !old_python) {
 			old_python = 1;
 			old_named =
 			    !py_version_from_name(cand[i].map->path, &old_major, &old_minor);
 			if (!old_named)
-				old_major = elfsym_lookup(e, "PyString_Type", &rt, NULL) ? 3 : 2;
+				old_major = f.old_major;
 		}
-		elfsym_close(e);
 	}
 	if (old_python && old_named)
 		diag_set(d, EXIT_UNSUPPORTED,

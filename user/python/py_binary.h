@@ -37,6 +37,15 @@ struct py_binary {
  *   EXIT_PERMISSION   cannot read its maps or files (names CAP_SYS_PTRACE) */
 int py_binary_find(pid_t pid, struct py_binary *b, struct diag *d);
 
+/* py_binary_find reads each interpreter file once per bpfpy process: what
+ * the file says about itself is kept, keyed by the opened file's device,
+ * inode, size, mtime and ctime (64 files, least recently used out).
+ * The counts are for the bench and the tests. */
+struct py_binary_cache_stats {
+	uint64_t hits, misses; /* files looked up / read */
+};
+void py_binary_cache_get_stats(struct py_binary_cache_stats *st);
+
 /* Major and minor from a file name such as "python3.12", "libpython3.7m.so.1.0"
  * or "python2.7": 0, or -1 if the name says nothing. */
 int py_version_from_name(const char *path, int *major, int *minor);
