@@ -433,12 +433,69 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	 * pays no lookup. */
 	for (; c->named < c->prof->nthreads; c->named++) {
 		const struct prof_thread *th = &c->prof->threads[c->named];
+		struct rec_target *t = targets_find(c->ts, (pid_t)th->pid);
+		const char *pyname =
+		    t && t->proc ? py_tnames_lookup(t->proc, &t->tnames, th->tid) : NULL;
 		char name[64];
 
-		proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
-		profile_set_thread_name(c->prof, th->pid, th->tid, name);
+		/* The threading name where it is read, else the OS name. */
+		if (!pyname)
+			proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
+		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
 	}
 	return 0;
+}
+
+/*
+ * Threads rename themselves (threading's Thread.name = ..., which 3.14+
+ * also gives the OS thread, after the thread started): the name they have
+ * at the end, if they live. The threading name first; the OS name only for
+ * a thread that had no threading name when first seen either (one that
+ * left threading._active before the end keeps the one it had).
+ */
+static void name_threads_at_end(struct rec_ctx *c)
+{
+	struct diag d = {0};
+
+	for (int i = 0; i < c->ts->n; i++) {
+		struct rec_target *t = c->ts->t[i];
+		struct py_tnames now = {.active = t->tnames.active};
+
+		if (!t->proc || py_tnames_read(t->proc, &now, &d) < 0) {
+			py_tnames_free(&now);
+			continue;
+		}
+		/* Both kept: the old ones tell which threads were named. */
+		struct py_tnames old = t->tnames;
+
+		t->tnames = now;
+		for (uint32_t k = 0; k < c->prof->nthreads; k++) {
+			const struct prof_thread *th = &c->prof->threads[k];
+			const char *pyname;
+			char name[64];
+
+			if (th->pid != (uint32_t)t->pid)
+				continue;
+			pyname = py_tnames_find(&now, th->tid, 0);
+			if (pyname)
+				profile_set_thread_name(c->prof, th->pid, th->tid, pyname);
+			else if (!py_tnames_find(&old, th->tid, 0) &&
+				 !proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name,
+						   sizeof(name)))
+				profile_set_thread_name(c->prof, th->pid, th->tid, name);
+		}
+		py_tnames_free(&old);
+	}
+	/* Threads of targets gone or unreadable now: their OS name, as before. */
+	for (uint32_t k = 0; k < c->prof->nthreads; k++) {
+		const struct prof_thread *th = &c->prof->threads[k];
+		struct rec_target *t = targets_find(c->ts, (pid_t)th->pid);
+		char name[64];
+
+		if ((!t || !t->proc) &&
+		    !proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
+			profile_set_thread_name(c->prof, th->pid, th->tid, name);
+	}
 }
 
 /* Exponential gap with mean 1/rate, for wall-clock snapshots. */
@@ -863,15 +920,7 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
 	po.source_root = o.source_root ? o.source_root : common_root(&ts);
-	/* Threads rename themselves (Python 3.14+ from threading, after the
-	 * thread started): the name they have at the end, if they live. */
-	for (uint32_t i = 0; i < c.prof->nthreads; i++) {
-		const struct prof_thread *th = &c.prof->threads[i];
-		char name[64];
-
-		if (!proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
-			profile_set_thread_name(c.prof, th->pid, th->tid, name);
-	}
+	name_threads_at_end(&c);
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
