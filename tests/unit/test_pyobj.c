@@ -210,30 +210,6 @@ static void check_dicts(unsigned minor)
 	}
 }
 
-static void test_dicts_310(void **state)
-{
-	(void)state;
-	check_dicts(10);
-}
-
-static void test_dicts_311(void **state)
-{
-	(void)state;
-	check_dicts(11);
-}
-
-static void test_dicts_312(void **state)
-{
-	(void)state;
-	check_dicts(12);
-}
-
-static void test_dicts_313(void **state)
-{
-	(void)state;
-	check_dicts(13);
-}
-
 static void test_ints(void **state)
 {
 	static const unsigned minors[] = {8, 11, 12, 15};
@@ -363,30 +339,6 @@ static void check_attrs(unsigned minor)
 	assert_true(pyobj_attrs(&rd, &po, L, obj, names, got, 2) <= 0);
 }
 
-static void test_attrs_310(void **state)
-{
-	(void)state;
-	check_attrs(10);
-}
-
-static void test_attrs_311(void **state)
-{
-	(void)state;
-	check_attrs(11);
-}
-
-static void test_attrs_312(void **state)
-{
-	(void)state;
-	check_attrs(12);
-}
-
-static void test_attrs_313(void **state)
-{
-	(void)state;
-	check_attrs(13);
-}
-
 static int count_pairs(void *ctx, uint64_t k, uint64_t v)
 {
 	(void)k;
@@ -479,24 +431,6 @@ static void check_corrupt(unsigned minor)
 	assert_int_equal(get1(d, "_name", &got), -1);
 }
 
-static void test_corrupt_310(void **state)
-{
-	(void)state;
-	check_corrupt(10);
-}
-
-static void test_corrupt_312(void **state)
-{
-	(void)state;
-	check_corrupt(12);
-}
-
-static void test_corrupt_313(void **state)
-{
-	(void)state;
-	check_corrupt(13);
-}
-
 /* A big dict (300 entries of 512 slots): read in chunks, every key found. */
 static void test_big_dict(void **state)
 {
@@ -532,6 +466,27 @@ static void test_big_dict(void **state)
 	}
 }
 
+static void test_dicts(void **state)
+{
+	(void)state;
+	for (unsigned m = 10; m <= 13; m++)
+		check_dicts(m);
+}
+
+static void test_attrs(void **state)
+{
+	(void)state;
+	for (unsigned m = 10; m <= 13; m++)
+		check_attrs(m);
+}
+
+static void test_corrupt(void **state)
+{
+	(void)state;
+	for (unsigned m = 10; m <= 13; m++)
+		check_corrupt(m);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -549,12 +504,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_dicts_310),	cmocka_unit_test(test_dicts_311),
-	    cmocka_unit_test(test_dicts_312),	cmocka_unit_test(test_dicts_313),
-	    cmocka_unit_test(test_ints),	cmocka_unit_test(test_attrs_310),
-	    cmocka_unit_test(test_attrs_311),	cmocka_unit_test(test_attrs_312),
-	    cmocka_unit_test(test_attrs_313),	cmocka_unit_test(test_corrupt_310),
-	    cmocka_unit_test(test_corrupt_312), cmocka_unit_test(test_corrupt_313),
+	    cmocka_unit_test(test_dicts),    cmocka_unit_test(test_ints),
+	    cmocka_unit_test(test_attrs),    cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_big_dict),
 	};
 

@@ -660,27 +660,17 @@ static void obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
 	uint32_t v;
 
 	p.d = &scratch;
-	memset(ob, 0, sizeof(*ob));
-	ob->module_dict = 16;
-	ob->dict_used = 16;
-	ob->keys_model = PY_KEYS_LOG2;
-	ob->keys_size = 8;
-	ob->keys_index_bytes = 9;
-	ob->keys_kind = 10;
-	ob->keys_nentries = 24;
-	ob->keys_indices = 32;
-	ob->attrs_model = PY_ATTRS_INLINE;
-	ob->long_tagged = 1;
-	ob->values_header = 1;
-	ob->values_capacity = 0;
-	ob->values_valid = 3;
-	ob->values_items = 8;
-	ob->managed_dict = -24;
-	ob->flag_managed_dict = 1u << 4;
-	ob->flag_inline_values = 1u << 2;
-	ob->type_basicsize = 32;
-	ob->type_dictoffset = 288;
-	ob->type_cached_keys = p.L->type_cached_keys;
+	/* The 3.12 shapes, with 3.13's inline values and PyDictValues header. */
+	*ob = (struct py_objlayout){OBJ_COMMON,
+				    KEYS_LOG2,
+				    .attrs_model = PY_ATTRS_INLINE,
+				    .long_tagged = 1,
+				    .values_header = 1,
+				    .values_capacity = 0,
+				    .values_valid = 3,
+				    .values_items = 8,
+				    .flag_inline_values = 1u << 2,
+				    .type_cached_keys = p.L->type_cached_keys};
 #define OBJ_FIELD(grp, name, width, dst)                                                           \
 	do {                                                                                       \
 		if (field(&p, grp, name, width, 1, &v) || v > UINT16_MAX)                          \

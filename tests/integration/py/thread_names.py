@@ -1,6 +1,5 @@
 # Threads with threading names that differ from their OS names, for
-# test_thread_names.sh. Each worker burns CPU in a function of its own so
-# that record samples it; the names are longer than the 15 bytes an OS name
+# test_thread_names.sh. Each worker burns CPU so that record samples it; the names are longer than the 15 bytes an OS name
 # holds, so that a name read from the OS (comm) cannot pass for the Python
 # one. On 3.14+ threading sets the OS name from the Python name (cut to 15
 # bytes); before, each thread sets it to "os-N" with prctl.
@@ -31,28 +30,7 @@ def name_os(i):
         libc.prctl(15, b"os-%d" % i, 0, 0, 0)  # PR_SET_NAME
 
 
-def spin_alpha():
-    x = 0
-    while True:
-        for i in range(10000):
-            x += i
-
-
-def spin_beta():
-    x = 0
-    while True:
-        for i in range(10000):
-            x += i
-
-
-def spin_gamma():
-    x = 0
-    while True:
-        for i in range(10000):
-            x += i
-
-
-def spin_hostile():
+def spin():
     x = 0
     while True:
         for i in range(10000):
@@ -68,7 +46,7 @@ def run(i, fn):
 
 threading.current_thread().name = "python-name-of-the-main-thread"
 name_os(9)
-fns = [spin_alpha, spin_beta, spin_gamma, spin_hostile]
+fns = [spin] * 4
 names = LONG + [HOSTILE]
 threads = [threading.Thread(target=run, args=(i, f), name=n, daemon=True)
            for i, (f, n) in enumerate(zip(fns, names))]
