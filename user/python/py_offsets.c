@@ -120,7 +120,7 @@ struct vtable {
 	.module_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, .long_size = 16,   \
 	.long_digits = 24, .type_basicsize = 32, .type_flags = 168, .type_dictoffset = 288
 /* 3.8-3.10: dk_size, dk_nentries, dk_indices; a dict at tp_dictoffset. */
-#define OBJ_PRE311(modules)                                                                        \
+#define OBJ_PRE311(modules, cached_keys)                                                           \
 	.obj = {OBJ_COMMON,                                                                        \
 		.interp_modules = (modules),                                                       \
 		.keys_model = PY_KEYS_SIZE,                                                        \
@@ -128,7 +128,7 @@ struct vtable {
 		.keys_size = 8,                                                                    \
 		.keys_nentries = 32,                                                               \
 		.keys_indices = 40,                                                                \
-		.type_cached_keys = 872}
+		.type_cached_keys = (cached_keys)}
 /* 3.11+ keys: dk_log2_size, dk_log2_index_bytes, dk_kind, dk_nentries. */
 #define KEYS_LOG2                                                                                  \
 	.keys_model = PY_KEYS_LOG2, .keys_size = 8, .keys_index_bytes = 9, .keys_kind = 10,        \
@@ -160,7 +160,7 @@ static const struct vtable tables[] = {
       .gil_holder = 1160,
       .frame_size = 368,
       .code_size = 176,
-      OBJ_PRE311(56)}},
+      OBJ_PRE311(56, 872)}},
     /* /root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0 */
     {9,
      {.frame_model = FRAME_MODEL_OBJECT,
@@ -186,7 +186,7 @@ static const struct vtable tables[] = {
       .gil_holder = 360,
       .frame_size = 368,
       .code_size = 176,
-      OBJ_PRE311(856)}},
+      OBJ_PRE311(856, 864)}},
     /* /root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0. f_lasti now
      * counts code units; tstate->frame is still the frame object chain
      * (3.10's cframe only carries use_tracing). */
@@ -213,7 +213,7 @@ static const struct vtable tables[] = {
       .gil_holder = 360,
       .frame_size = 360,
       .code_size = 176,
-      OBJ_PRE311(856)}},
+      OBJ_PRE311(856, 872)}},
     /* /root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0. Debian
      * bookworm's stripped /usr/bin/python3.11 (3.11.2) has the same layout:
      * checked on a live process by following _PyRuntime -> interpreter ->
@@ -649,17 +649,14 @@ static int field(const struct dparse *p, const char *group, const char *name, un
 
 /*
  * x->obj for 3.13+: what the debug offsets carry, the rest from the
- * headers of 3.13 to 3.15 (the same there). Optional: a field that fails
- * its check leaves obj zeroed (threading names are then not read), never
- * the target refused; the message goes to a scratch diag.
+ * headers of 3.13 to 3.15 (the same there). Checked like every other field
+ * (a value outside its struct refuses the target, naming it); a minor
+ * whose ht_cached_keys is unknown leaves obj zeroed: names not read.
  */
-static void obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
+static int obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
 {
-	struct diag scratch = {0};
 	struct dparse p = *p0;
-	uint32_t v;
 
-	p.d = &scratch;
 	/* The 3.12 shapes, with 3.13's inline values and PyDictValues header. */
 	*ob = (struct py_objlayout){OBJ_COMMON,
 				    KEYS_LOG2,
@@ -671,31 +668,21 @@ static void obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
 				    .values_items = 8,
 				    .flag_inline_values = 1u << 2,
 				    .type_cached_keys = p.L->type_cached_keys};
-#define OBJ_FIELD(grp, name, width, dst)                                                           \
-	do {                                                                                       \
-		if (field(&p, grp, name, width, 1, &v) || v > UINT16_MAX)                          \
-			goto bad;                                                                  \
-		(dst) = (uint16_t)v;                                                               \
-	} while (0)
-	if (field(&p, "interpreter_state", "imports_modules", 8, 1, &v))
-		goto bad;
-	ob->interp_modules = v;
-	OBJ_FIELD("dict_object", "ma_keys", 8, ob->dict_keys);
-	OBJ_FIELD("dict_object", "ma_values", 8, ob->dict_values);
-	OBJ_FIELD("long_object", "lv_tag", 8, ob->long_size);
-	OBJ_FIELD("long_object", "ob_digit", 4, ob->long_digits);
-	OBJ_FIELD("type_object", "tp_flags", 8, ob->type_flags);
+	F32("interpreter_state", "imports_modules", 8, ob->interp_modules);
+	F16("dict_object", "ma_keys", 8, ob->dict_keys);
+	F16("dict_object", "ma_values", 8, ob->dict_values);
+	F16("long_object", "lv_tag", 8, ob->long_size);
+	F16("long_object", "ob_digit", 4, ob->long_digits);
+	F16("type_object", "tp_flags", 8, ob->type_flags);
 	if (slot_of(p.L, "type_object", "tp_basicsize") >= 0) {
-		OBJ_FIELD("type_object", "tp_basicsize", 8, ob->type_basicsize);
-		OBJ_FIELD("type_object", "tp_dictoffset", 8, ob->type_dictoffset);
+		F16("type_object", "tp_basicsize", 8, ob->type_basicsize);
+		F16("type_object", "tp_dictoffset", 8, ob->type_dictoffset);
 	}
 	if (slot_of(p.L, "heap_type_object", "ht_cached_keys") >= 0)
-		OBJ_FIELD("heap_type_object", "ht_cached_keys", 8, ob->type_cached_keys);
-#undef OBJ_FIELD
-	if (ob->type_cached_keys)
-		return;
-bad:
-	memset(ob, 0, sizeof(*ob));
+		F16("heap_type_object", "ht_cached_keys", 8, ob->type_cached_keys);
+	if (!ob->type_cached_keys)
+		memset(ob, 0, sizeof(*ob));
+	return 0;
 }
 
 int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, struct py_extra *x,
@@ -840,7 +827,8 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 	o->ascii_data_off = (uint8_t)ascii;
 	o->compact_data_off = (uint8_t)compact;
 
-	obj_from_debug(&p, &x->obj);
+	if (obj_from_debug(&p, &x->obj))
+		return -1;
 	read_sizes(o, x->frame_size);
 	/* The walker reads a frame and a code object into fixed buffers with
 	 * masked offsets: a field beyond them cannot be read at all. */
