@@ -1,9 +1,12 @@
 """Threading names in bpfpy's outputs, for test_thread_names.sh.
 
-usage: check_thread_names.py MODE READY FILE [label=L]
+usage: check_thread_names.py MODE READY FILE [label=L] [ns=DUMP.json]
   MODE  dump (text), json (dump --json), folded (record --threads), pprof
         (go tool pprof -raw of record's profile)
   READY the target's "ready {name: native_id}" line (py/thread_names.py)
+  ns    the target runs in its own PID namespace: its native ids are ns
+        tids, turned into host tids by the ns_tid/tid pairs of that dump
+        --json (for json itself, threads are matched by ns_tid)
 
 Every long name must be shown for its own thread (by tid), in full; the
 hostile one (it starts with "evil") escaped where the format is text, cut
@@ -31,6 +34,13 @@ def main():
     r = Report("%s %s" % (args.get("label", "?"), mode))
     line = open(ready, encoding="utf-8", errors="surrogateescape").readline()
     names = json.loads(line.split(" ", 1)[1])  # name -> native id
+    if "ns" in args:
+        threads = json.load(open(args["ns"]))["threads"]
+        host = {t["ns_tid"]: t["tid"] for t in threads if t.get("ns_tid")}
+        if len(host) < len(names):
+            r.bad("dump --json gives %d ns tids for %d threads: %r" % (len(host), len(names), host))
+        if mode != "json":  # json matches by the id the target knows, ns_tid
+            names = {n: host.get(t, -1) for n, t in names.items()}
     by_tid = {tid: n for n, tid in names.items()}
     hostile = next(n for n in names if n.startswith("evil"))
     workers = [n for n in names if "worker" in n or "gamma" in n or n == hostile]
@@ -45,7 +55,7 @@ def main():
     if mode == "dump":
         check_dump(r, text, names, hostile)
     elif mode == "json":
-        check_json(r, json.loads(text), names, hostile)
+        check_json(r, json.loads(text), names, hostile, "ns_tid" if "ns" in args else "tid")
     elif mode == "folded":
         check_folded(r, text, names, hostile, workers)
     elif mode == "pprof":
@@ -96,8 +106,8 @@ def check_dump(r, text, names, hostile):
             r.bad("thread %d: comm line %r (want the OS name, not the Python one)" % (tid, comm))
 
 
-def check_json(r, d, names, hostile):
-    threads = {t["tid"]: t for t in d["threads"] if t.get("tid")}
+def check_json(r, d, names, hostile, key):
+    threads = {t[key]: t for t in d["threads"] if t.get(key)}
     for n, tid in names.items():
         t = threads.get(tid)
         if t is None:
