@@ -466,6 +466,55 @@ static void test_big_dict(void **state)
 	}
 }
 
+/* pydict_scan_new: only what was appended, unless the table was rebuilt. */
+static void test_scan_new(void **state)
+{
+	(void)state;
+	for (unsigned minor = 10; minor <= 12; minor += 2) {
+		const struct py_objlayout *L;
+		struct pydict_pos pos = {0};
+		uint64_t k[5], v[5], kk, d;
+		int n = 0;
+
+		layout(minor);
+		L = &px.obj;
+		for (int i = 0; i < 5; i++) {
+			k[i] = str(i == 3 ? "three" : "key");
+			v[i] = 0x7000 + (uint64_t)i;
+		}
+		kk = keys(k, v, 5, 0);
+		d = dict(kk, 0);
+		put64(kk + L->keys_nentries, 3);
+		assert_int_equal(pydict_scan_new(&rd, L, d, &pos, count_pairs, &n), 0);
+		assert_int_equal(n, 3);
+		assert_true(pos.full);
+		/* Two appended: two visited. */
+		put64(kk + L->keys_nentries, 5);
+		n = 0;
+		assert_int_equal(pydict_scan_new(&rd, L, d, &pos, count_pairs, &n), 0);
+		assert_int_equal(n, 2);
+		assert_false(pos.full);
+		n = 0;
+		assert_int_equal(pydict_scan_new(&rd, L, d, &pos, count_pairs, &n), 0);
+		assert_int_equal(n, 0);
+		/* Rebuilt (new keys object): all again. */
+		put64(d + L->dict_keys, keys(k, v, 4, 0));
+		n = 0;
+		assert_int_equal(pydict_scan_new(&rd, L, d, &pos, count_pairs, &n), 0);
+		assert_int_equal(n, 4);
+		assert_true(pos.full);
+		/* Fewer entries than before in the same keys (torn): all again. */
+		put64(d + L->dict_keys, kk);
+		pos.next = 5;
+		pos.keys = kk;
+		put64(kk + L->keys_nentries, 2);
+		n = 0;
+		assert_int_equal(pydict_scan_new(&rd, L, d, &pos, count_pairs, &n), 0);
+		assert_int_equal(n, 2);
+		assert_true(pos.full);
+	}
+}
+
 static void test_dicts(void **state)
 {
 	(void)state;
@@ -506,7 +555,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dicts),    cmocka_unit_test(test_ints),
 	    cmocka_unit_test(test_attrs),    cmocka_unit_test(test_corrupt),
-	    cmocka_unit_test(test_big_dict),
+	    cmocka_unit_test(test_big_dict), cmocka_unit_test(test_scan_new),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 
 #include "proc_ns.h"
-#include "pyobj.h"
 #include "pystr.h"
 
 /* Interpreters followed to find the main one (the list's last). */
@@ -56,6 +55,7 @@ static uint64_t find_active(struct py_process *p)
 struct collect {
 	struct py_process *p;
 	struct py_tnames *t;
+	size_t n0; /* entries before this scan */
 };
 
 static int collect_one(void *ctx, uint64_t key, uint64_t thread)
@@ -67,7 +67,7 @@ static int collect_one(void *ctx, uint64_t key, uint64_t thread)
 	struct py_tname *e;
 	uint64_t vals[2], ident, tid = 0;
 
-	if (c->t->n >= PY_TNAMES_MAX)
+	if (c->t->n - c->n0 >= PY_TNAMES_MAX)
 		return 1;
 	if (pylong_read_u64(&p->mem, L, key, &ident) ||
 	    pyobj_attrs(&p->mem, &p->cfg.off, L, thread, names, vals, 2) < 1 || !vals[0])
@@ -107,53 +107,80 @@ static int pid_ns_nested(pid_t pid)
 	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }
 
-/* _native_id is the target's own tid: in a container, translate it. */
-static void host_tids(struct py_process *p, struct py_tnames *t)
+/* _native_id is the target's own tid: in a container, translate it (the
+ * entries from n0 on, those just read). */
+static void host_tids(struct py_process *p, struct py_tnames *t, size_t n0)
 {
 	struct diag d = {0};
 	struct ns_tids nt;
 
-	if (!t->n || !pid_ns_nested(p->pid))
+	if (t->n <= n0 || !pid_ns_nested(p->pid))
 		return;
 	if (proc_ns_tids_read(p->pid, &nt, &d)) {
-		for (size_t i = 0; i < t->n; i++)
+		for (size_t i = n0; i < t->n; i++)
 			t->v[i].tid = 0;
 		return;
 	}
-	for (size_t i = 0; i < t->n; i++)
+	for (size_t i = n0; i < t->n; i++)
 		t->v[i].tid = t->v[i].tid ? proc_ns_host_tid(&nt, t->v[i].tid) : 0;
 	proc_ns_tids_free(&nt);
 }
 
-int py_tnames_read(struct py_process *p, struct py_tnames *t, struct diag *d)
+/* Scan _active into t: from where the last scan ended (incremental), or
+ * from the start. Then the names of this scan are t->v[n0..n). */
+static int scan_active(struct py_process *p, struct py_tnames *t, int incremental, struct diag *d)
 {
-	struct collect c = {.p = p, .t = t};
+	size_t n0 = t->n;
+	struct collect c = {.p = p, .t = t, .n0 = n0};
 	int rc = -1;
 
-	t->n = 0;
 	if (!p->extra.obj.keys_model)
 		return 0;
+	if (!incremental)
+		t->pos = (struct pydict_pos){0};
 	/* The cached dict first: it lives as long as the module does. */
 	for (int pass = 0; pass < 2 && rc < 0; pass++) {
-		if (!t->active || pass)
+		if (!t->active || pass) {
 			t->active = find_active(p);
+			t->pos = (struct pydict_pos){0};
+		}
 		if (!t->active)
 			break;
-		t->n = 0;
-		rc = pydict_scan(&p->mem, &p->extra.obj, t->active, collect_one, &c);
+		t->n = n0;
+		rc = pydict_scan_new(&p->mem, &p->extra.obj, t->active, &t->pos, collect_one, &c);
 	}
-	if (rc < 0 && (p->mem.last_errno == ESRCH || p->mem.last_errno == EPERM))
-		return diag_errno(d, p->mem.last_errno, "pid %d: cannot read threading names",
-				  (int)p->pid);
-	if (rc < 0)
-		t->n = 0;
-	host_tids(p, t);
+	if (rc < 0) {
+		t->n = n0;
+		if (p->mem.last_errno == ESRCH || p->mem.last_errno == EPERM)
+			return diag_errno(d, p->mem.last_errno,
+					  "pid %d: cannot read threading names", (int)p->pid);
+		return 0;
+	}
+	host_tids(p, t, n0);
+	if (t->pos.full && n0) { /* a scan from the start replaces the old names */
+		memmove(t->v, t->v + n0, (t->n - n0) * sizeof(*t->v));
+		t->n -= n0;
+	}
 	return (int)t->n;
+}
+
+int py_tnames_read(struct py_process *p, struct py_tnames *t, struct diag *d)
+{
+	t->n = 0;
+	return scan_active(p, t, 0, d);
+}
+
+int py_tnames_update(struct py_process *p, struct py_tnames *t, struct diag *d)
+{
+	/* Names of ended threads pile up: past the cap, start afresh. */
+	if (t->n >= PY_TNAMES_MAX)
+		return py_tnames_read(p, t, d);
+	return scan_active(p, t, 1, d);
 }
 
 const char *py_tnames_find(const struct py_tnames *t, uint32_t tid, uint64_t ident)
 {
-	for (size_t i = 0; i < t->n; i++)
+	for (size_t i = t->n; i-- > 0;)
 		if ((tid && t->v[i].tid == tid) || (ident && t->v[i].ident == ident))
 			return t->v[i].name;
 	return NULL;
@@ -166,7 +193,7 @@ const char *py_tnames_lookup(struct py_process *p, struct py_tnames *t, uint32_t
 
 	if (name || !p)
 		return name;
-	if (py_tnames_read(p, t, &d) < 0)
+	if (py_tnames_update(p, t, &d) < 0)
 		return NULL;
 	return py_tnames_find(t, tid, 0);
 }

@@ -17,6 +17,7 @@
 
 #include "diag.h"
 #include "py_process.h"
+#include "pyobj.h"
 
 /* Bytes of a name kept, NUL included: a longer name is cut at a character
  * and ends with an ellipsis (pystr_read). */
@@ -33,7 +34,8 @@ struct py_tname {
 struct py_tnames {
 	struct py_tname *v;
 	size_t n, cap;
-	uint64_t active; /* threading._active found last time, 0 if none */
+	uint64_t active;       /* threading._active found last time, 0 if none */
+	struct pydict_pos pos; /* how much of it v holds */
 };
 
 /*
@@ -44,12 +46,19 @@ struct py_tnames {
  */
 int py_tnames_read(struct py_process *p, struct py_tnames *t, struct diag *d);
 
+/* Add the names of the threads _active gained since the last read (all of
+ * them when it was rebuilt, or never read): what a thread seen for the
+ * first time needs, at the cost of the threads added, not of all. Names
+ * of threads that ended stay (a tid the kernel reuses meanwhile finds the
+ * newer name: the last entry wins). Returns as py_tnames_read. */
+int py_tnames_update(struct py_process *p, struct py_tnames *t, struct diag *d);
+
 /* The name of host thread tid, or of the thread whose pthread_t is ident
- * (either may be 0), or NULL. */
+ * (either may be 0), or NULL; the newest entry where several match. */
 const char *py_tnames_find(const struct py_tnames *t, uint32_t tid, uint64_t ident);
 
-/* As py_tnames_find by tid, reading the names again (once) when tid is
- * not known yet: for a thread seen for the first time. NULL if none. */
+/* As py_tnames_find by tid, with py_tnames_update first when tid is not
+ * known yet: for a thread seen for the first time. NULL if none. */
 const char *py_tnames_lookup(struct py_process *p, struct py_tnames *t, uint32_t tid);
 
 void py_tnames_free(struct py_tnames *t);

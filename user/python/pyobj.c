@@ -91,7 +91,7 @@ static int keys_info(struct mem_reader *r, const struct py_objlayout *L, uint64_
 /* The entries of keys; a value comes from the entry, or from values[i]
  * (split) when values is nonzero. */
 static int scan_entries(struct mem_reader *r, const struct keys_info *k, uint64_t values,
-			size_t nvalues, pydict_fn fn, void *ctx)
+			size_t nvalues, uint64_t from, pydict_fn fn, void *ctx)
 {
 	uint8_t ebuf[PYDICT_CHUNK * PY_DICT_ENTRY_SIZE];
 	uint64_t vbuf[PYDICT_CHUNK];
@@ -99,7 +99,7 @@ static int scan_entries(struct mem_reader *r, const struct keys_info *k, uint64_
 
 	if (values && nvalues < n)
 		n = nvalues;
-	for (uint64_t i = 0; i < n; i += PYDICT_CHUNK) {
+	for (uint64_t i = from; i < n; i += PYDICT_CHUNK) {
 		size_t m = n - i < PYDICT_CHUNK ? (size_t)(n - i) : PYDICT_CHUNK;
 
 		if (mem_read(r, ebuf, m * k->esize, k->entries + i * k->esize))
@@ -131,7 +131,7 @@ int pydict_scan_split(struct mem_reader *r, const struct py_objlayout *L, uint64
 
 	if (!values || keys_info(r, L, keys, &k))
 		return values ? -1 : malformed(r);
-	return scan_entries(r, &k, values, nvalues, fn, ctx);
+	return scan_entries(r, &k, values, nvalues, 0, fn, ctx);
 }
 
 /* 3.13+: a values array's header gives its capacity and whether it is
@@ -156,6 +156,17 @@ static int values_of(struct mem_reader *r, const struct py_objlayout *L, uint64_
 int pydict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict, pydict_fn fn,
 		void *ctx)
 {
+	struct pydict_pos pos = {0};
+
+	return pydict_scan_new(r, L, dict, &pos, fn, ctx);
+}
+
+int pydict_scan_new(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict,
+		    struct pydict_pos *pos, pydict_fn fn, void *ctx)
+{
+	uint64_t from;
+	int rc;
+
 	uint8_t hdr[64];
 	uint64_t keys, values, items;
 	size_t need = 0, nvalues;
@@ -173,11 +184,22 @@ int pydict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dic
 	values = get_u64(hdr + L->dict_values);
 	if (keys_info(r, L, keys, &k))
 		return -1;
+	/* Entries are appended until the table is rebuilt, and a rebuilt one
+	 * has new keys: same keys, only the entries past pos->next are new.
+	 * A split table's values may change in place: always read in full. */
+	pos->full = values || keys != pos->keys || k.n < pos->next;
+	from = pos->full ? 0 : pos->next;
 	if (!values)
-		return scan_entries(r, &k, 0, 0, fn, ctx);
-	if (values_of(r, L, values, 0, &items, &nvalues))
+		rc = scan_entries(r, &k, 0, 0, from, fn, ctx);
+	else if (values_of(r, L, values, 0, &items, &nvalues))
 		return -1;
-	return scan_entries(r, &k, items, nvalues, fn, ctx);
+	else
+		rc = scan_entries(r, &k, items, nvalues, 0, fn, ctx);
+	if (rc == 0) {
+		pos->keys = keys;
+		pos->next = k.n;
+	}
+	return rc;
 }
 
 int pystr_equals(struct mem_reader *r, const struct py_offsets *o, uint64_t addr, const char *s)

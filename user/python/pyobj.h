@@ -37,6 +37,22 @@ typedef int (*pydict_fn)(void *ctx, uint64_t key, uint64_t value);
 int pydict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict, pydict_fn fn,
 		void *ctx);
 
+/* Where a scan of a dict ended, for pydict_scan_new. Zeroed: nothing
+ * scanned yet. */
+struct pydict_pos {
+	uint64_t keys; /* the keys object scanned */
+	uint64_t next; /* entries of it scanned */
+	int full;      /* set by the call: it scanned from the first entry */
+};
+
+/* The pairs added since the scan that left pos, when the dict has kept its
+ * keys object since (and is no split table); else all of them, with
+ * pos->full set. pos is updated after a scan that ran to the end. Returns
+ * as pydict_scan. For a dict that grows, like threading._active: each
+ * call costs what was added, not the whole dict. */
+int pydict_scan_new(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict,
+		    struct pydict_pos *pos, pydict_fn fn, void *ctx);
+
 /* Scan keys (a PyDictKeysObject) whose values live apart, in a split
  * table's values array at values (the PyObject * array itself: past any
  * header), at most nvalues of them. Same returns. */

@@ -325,6 +325,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Threads waiting for a threading name at once, and samples of each that
+ * look it up again before it keeps its OS name. */
+#define PEND_NAMES 64
+#define PEND_TRIES 4
+
 struct rec_ctx {
 	struct record_opts *o;
 	struct target_set *ts;
@@ -334,7 +339,13 @@ struct rec_ctx {
 	struct rec_target *last; /* target of the previous record */
 	struct launch *launch;	 /* record -- CMD, or NULL */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
-	uint32_t named;			   /* of the profile's threads, how many were named */
+	uint32_t named; /* of the profile's threads, how many were named */
+	/* Threads first seen before they entered threading._active (a sample
+	 * in Thread._bootstrap): looked up again on their next samples. */
+	struct pend_name {
+		uint32_t pid, tid, tries;
+	} pend[PEND_NAMES];
+	uint32_t npend;
 	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
 	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
@@ -342,6 +353,25 @@ struct rec_ctx {
 	struct splice_scratch *sc;
 	uint64_t splice_causes[SPLICE__COUNT];
 };
+
+/* A sample of a thread still waiting for its threading name: look again
+ * (at the cost of the threads _active gained since: py_tnames_update). */
+static void name_pending(struct rec_ctx *c, struct rec_target *t, const struct sample_hdr *h)
+{
+	for (uint32_t i = 0; i < c->npend; i++) {
+		struct pend_name *pn = &c->pend[i];
+		const char *pyname;
+
+		if (pn->tid != h->tid || pn->pid != h->pid)
+			continue;
+		pyname = t->proc ? py_tnames_lookup(t->proc, &t->tnames, pn->tid) : NULL;
+		if (pyname)
+			profile_set_thread_name(c->prof, pn->pid, pn->tid, pyname);
+		if (pyname || !t->proc || ++pn->tries >= PEND_TRIES)
+			c->pend[i] = c->pend[--c->npend];
+		return;
+	}
+}
 
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
@@ -428,19 +458,27 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	} else if (c->raw.f && !unnamed) {
 		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
 	}
-	/* Threads the profile met for the first time: their OS name while they
+	/* Before the new ones join them: a thread is looked up again from
+	 * its next sample on. */
+	if (c->npend)
+		name_pending(c, t, h);
+	/* Threads the profile met for the first time: their names while they
 	 * live. Counted by the profile's thread table, so the per-sample path
 	 * pays no lookup. */
 	for (; c->named < c->prof->nthreads; c->named++) {
 		const struct prof_thread *th = &c->prof->threads[c->named];
-		struct rec_target *t = targets_find(c->ts, (pid_t)th->pid);
+		struct rec_target *nt = targets_find(c->ts, (pid_t)th->pid);
 		const char *pyname =
-		    t && t->proc ? py_tnames_lookup(t->proc, &t->tnames, th->tid) : NULL;
+		    nt && nt->proc ? py_tnames_lookup(nt->proc, &nt->tnames, th->tid) : NULL;
 		char name[64];
 
 		/* The threading name where it is read, else the OS name. */
-		if (!pyname)
+		if (!pyname) {
 			proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
+			if (nt && nt->proc && nt->proc->extra.obj.keys_model &&
+			    c->npend < PEND_NAMES)
+				c->pend[c->npend++] = (struct pend_name){th->pid, th->tid, 0};
+		}
 		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
 	}
 	return 0;

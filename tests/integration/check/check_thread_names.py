@@ -140,6 +140,22 @@ def check_folded(r, text, names, hostile, workers):
             m = re.match(r"^pid:\d+;tid:(\d+) \((.*)\);", ln)
         if m:
             seen.setdefault(int(m.group(1)), m.group(2))
+    churn_tids = {}
+    for ln in text.split("\n"):
+        m = re.match(r"^pid:\d+;tid:(\d+) \((.*?)\);.*;churn \(", ln)
+        if m:
+            churn_tids[int(m.group(1))] = m.group(2)
+    # "?": a thread gone before its first sample was read (under load the
+    # ring buffer lags): nothing of it, not even its OS name, was left to
+    # read. Any other name than its threading one is a failure.
+    good = [t for t, n in churn_tids.items() if n.startswith("churn-python-name-")]
+    gone = [t for t, n in churn_tids.items() if n == "?"]
+    if good and len(good) + len(gone) == len(churn_tids):
+        r.ok("%d threads born while recording carry their threading names (%d gone unread)" % (
+            len(good), len(gone)))
+    else:
+        r.bad("threads born while recording: %d of %d named churn-python-name-N: %r" % (
+            len(good), len(churn_tids), sorted(set(churn_tids.values()))[:5]))
     for n in workers:
         tid = names[n]
         if tid not in seen:

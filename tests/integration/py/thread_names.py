@@ -4,6 +4,10 @@
 # one. On 3.14+ threading sets the OS name from the Python name (cut to 15
 # bytes); before, each thread sets it to "os-N" with prctl.
 #
+# Threads born while bpfpy records: a spawner starts one every 60 ms,
+# named churn-python-name-N, busy for 200 ms in churn(), then gone: each
+# is first seen during the recording and dead at its end.
+#
 # One thread has a hostile name: newlines, a forged dump header and a
 # forged collapsed prefix, quotes, a backslash escape, a lone surrogate, an
 # ESC, and 10 kB of padding. It must come out escaped and cut.
@@ -37,6 +41,26 @@ def spin():
             x += i
 
 
+def churn():
+    end = time.monotonic() + 0.2
+    while time.monotonic() < end:
+        pass
+
+
+def run_churn():
+    if sys.version_info < (3, 14):
+        libc.prctl(15, b"os-churn", 0, 0, 0)
+    churn()
+
+
+def spawner():
+    n = 0
+    while True:
+        time.sleep(0.06)
+        n += 1
+        threading.Thread(target=run_churn, name="churn-python-name-%d" % n, daemon=True).start()
+
+
 def run(i, fn):
     name_os(i)
     with lock:
@@ -59,5 +83,6 @@ while True:
     time.sleep(0.01)
 states["python-name-of-the-main-thread"] = threading.get_native_id()
 print("ready", json.dumps(states), flush=True)
+threading.Thread(target=spawner, name="spawner", daemon=True).start()
 while True:
     time.sleep(0.05)
