@@ -288,16 +288,16 @@ static void check_attrs(unsigned minor)
 		obj = instance(tp);
 		put64(obj + (uint64_t)(int64_t)L->managed_dict, dict(keys(k, v, 3, 1), 0));
 	}
-	assert_int_equal(pyobj_attrs(&rd, &po, L, obj, names, got, 2), 2);
+	assert_int_equal(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2), 2);
 	assert_int_equal(got[0], v[1]);
 	assert_int_equal(got[1], v[2]);
 	if (L->attrs_model == PY_ATTRS_DICTOFFSET) {
 		/* The instance as its own dict: its "keys" are its type. */
 		put64(obj + 16, obj);
-		assert_true(pyobj_attrs(&rd, &po, L, obj, names, got, 2) <= 0);
+		assert_true(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2) <= 0);
 		/* A negative or absurd tp_dictoffset is refused. */
 		put64(tp + L->type_dictoffset, (uint64_t)-8);
-		assert_int_equal(pyobj_attrs(&rd, &po, L, obj, names, got, 2), -1);
+		assert_int_equal(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2), -1);
 		return;
 	}
 	/* Values shared with the class's keys, no dict. */
@@ -322,21 +322,21 @@ static void check_attrs(unsigned minor)
 			put64(obj + (uint64_t)(int64_t)L->managed_values, va);
 		else if (L->attrs_model == PY_ATTRS_DORV)
 			put64(obj + (uint64_t)(int64_t)L->managed_dict, va - 1);
-		assert_int_equal(pyobj_attrs(&rd, &po, L, obj, names, got, 2), 2);
+		assert_int_equal(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2), 2);
 		assert_int_equal(got[0], vv[1]);
 		assert_int_equal(got[1], vv[2]);
 		if (L->attrs_model == PY_ATTRS_INLINE) {
 			/* Capacity 2: the value past it is not this object's. */
 			at(va + L->values_capacity)[0] = 2;
-			assert_int_equal(pyobj_attrs(&rd, &po, L, obj, names, got, 2), 1);
+			assert_int_equal(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2), 1);
 			/* Values no longer in use, and no dict: torn. */
 			at(va + L->values_valid)[0] = 0;
-			assert_int_equal(pyobj_attrs(&rd, &po, L, obj, names, got, 2), -1);
+			assert_int_equal(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2), -1);
 		}
 	}
 	/* The class's shared keys pointing at the class itself. */
 	put64(tp + L->type_cached_keys, tp);
-	assert_true(pyobj_attrs(&rd, &po, L, obj, names, got, 2) <= 0);
+	assert_true(pyobj_attrs(&rd, &po, L, NULL, obj, names, got, 2) <= 0);
 }
 
 static int count_pairs(void *ctx, uint64_t k, uint64_t v)
@@ -515,6 +515,49 @@ static void test_scan_new(void **state)
 	}
 }
 
+/* The memo: the second instance of a class costs no key or type reads,
+ * and gives the same answers; one of another class is still read right. */
+static void test_memo(void **state)
+{
+	static const char *const names[] = {"_name", "_native_id"};
+	struct pyobj_memo memo = {0};
+	uint64_t k[3], v[3], got[2], tp, a, b, c2;
+	const struct py_objlayout *L;
+	uint64_t r1, r2;
+
+	(void)state;
+	layout(12);
+	L = &px.obj;
+	k[0] = str("_target");
+	k[1] = str("_name");
+	k[2] = str("_native_id");
+	v[0] = 1;
+	v[1] = str("first");
+	v[2] = pyint(5, 0);
+	tp = type(L->flag_managed_dict, 16, -1, 0);
+	a = instance(tp);
+	b = instance(tp);
+	put64(a + (uint64_t)(int64_t)L->managed_dict, dict(keys(k, v, 3, 1), 0));
+	v[1] = str("second");
+	put64(b + (uint64_t)(int64_t)L->managed_dict, dict(keys(k, v, 3, 1), 0));
+	rd.reads = 0;
+	assert_int_equal(pyobj_attrs(&rd, &po, L, &memo, a, names, got, 2), 2);
+	r1 = rd.reads;
+	rd.reads = 0;
+	assert_int_equal(pyobj_attrs(&rd, &po, L, &memo, b, names, got, 2), 2);
+	r2 = rd.reads;
+	assert_int_equal(got[0], v[1]);
+	assert_int_equal(got[1], v[2]);
+	assert_true(r2 + 4 + 3 <= r1); /* 4 type words, 3 key strs */
+	/* Another class, other key objects: read, and right. */
+	k[1] = str("_name");
+	v[1] = str("third");
+	c2 = instance(type(L->flag_managed_dict, 16, -1, 0));
+	put64(c2 + (uint64_t)(int64_t)L->managed_dict, dict(keys(k, v, 3, 1), 0));
+	assert_int_equal(pyobj_attrs(&rd, &po, L, &memo, c2, names, got, 2), 2);
+	assert_int_equal(got[0], v[1]);
+}
+
 static void test_dicts(void **state)
 {
 	(void)state;
@@ -556,6 +599,7 @@ int main(void)
 	    cmocka_unit_test(test_dicts),    cmocka_unit_test(test_ints),
 	    cmocka_unit_test(test_attrs),    cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_big_dict), cmocka_unit_test(test_scan_new),
+	    cmocka_unit_test(test_memo),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

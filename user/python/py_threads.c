@@ -55,7 +55,8 @@ static uint64_t find_active(struct py_process *p)
 struct collect {
 	struct py_process *p;
 	struct py_tnames *t;
-	size_t n0; /* entries before this scan */
+	size_t n0;		/* entries before this scan */
+	struct pyobj_memo memo; /* every Thread has the same few classes */
 };
 
 static int collect_one(void *ctx, uint64_t key, uint64_t thread)
@@ -70,7 +71,7 @@ static int collect_one(void *ctx, uint64_t key, uint64_t thread)
 	if (c->t->n - c->n0 >= PY_TNAMES_MAX)
 		return 1;
 	if (pylong_read_u64(&p->mem, L, key, &ident) ||
-	    pyobj_attrs(&p->mem, &p->cfg.off, L, thread, names, vals, 2) < 1 || !vals[0])
+	    pyobj_attrs(&p->mem, &p->cfg.off, L, &c->memo, thread, names, vals, 2) < 1 || !vals[0])
 		return 0;
 	if (c->t->n == c->t->cap) {
 		size_t ncap = c->t->cap ? c->t->cap * 2 : 16;

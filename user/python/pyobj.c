@@ -227,18 +227,69 @@ struct lookup {
 	const char *const *names;
 	uint64_t *vals;
 	size_t n, found;
+	struct pyobj_memo *memo; /* or NULL */
 };
+
+/* Which of the names still wanted is key? One read for all of them (the
+ * header and the longest name's length); where that read fails (a short
+ * str at the end of a mapping), one per name. -1 if none. */
+static int key_match(struct lookup *l, uint64_t key)
+{
+	uint8_t buf[256];
+	size_t maxn = 0, need;
+	uint32_t state;
+	uint64_t len;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->vals[i] && strlen(l->names[i]) > maxn)
+			maxn = strlen(l->names[i]);
+	need = (size_t)l->o->ascii_data_off + maxn;
+	if (maxn > 64 || need > sizeof(buf) || l->o->unicode_state + 4u > l->o->ascii_data_off ||
+	    l->o->unicode_length + 8u > l->o->ascii_data_off || !key)
+		return -1;
+	if (mem_read(l->r, buf, need, key)) {
+		for (size_t i = 0; i < l->n; i++)
+			if (!l->vals[i] && pystr_equals(l->r, l->o, key, l->names[i]))
+				return (int)i;
+		return -1;
+	}
+	memcpy(&state, buf + l->o->unicode_state, sizeof(state));
+	len = get_u64(buf + l->o->unicode_length);
+	if ((state & PY_STR_ASCII_MASK) != PY_STR_ASCII_VALUE)
+		return -1;
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->vals[i] && len == strlen(l->names[i]) &&
+		    !memcmp(buf + l->o->ascii_data_off, l->names[i], len))
+			return (int)i;
+	return -1;
+}
+
+/* key_match through the memo: a key seen before costs no read. */
+static int key_match_memo(struct lookup *l, uint64_t key)
+{
+	struct pyobj_memo *m = l->memo;
+	int i;
+
+	for (unsigned k = 0; m && k < m->nkeys; k++)
+		if (m->keys[k].key == key)
+			return m->keys[k].idx >= 0 && !l->vals[m->keys[k].idx] ? m->keys[k].idx
+									       : -1;
+	i = key_match(l, key);
+	/* A miss against the names still wanted is a miss against all: the
+	 * ones found are other keys of this dict, and keys are unique. */
+	if (m && m->nkeys < PYOBJ_MEMO_KEYS)
+		m->keys[m->nkeys++] = (struct pyobj_memo_key){key, i};
+	return i;
+}
 
 static int lookup_one(void *ctx, uint64_t key, uint64_t value)
 {
 	struct lookup *l = ctx;
+	int i = key_match_memo(l, key);
 
-	for (size_t i = 0; i < l->n; i++) {
-		if (l->vals[i] || !pystr_equals(l->r, l->o, key, l->names[i]))
-			continue;
+	if (i >= 0) {
 		l->vals[i] = value;
 		l->found++;
-		break;
 	}
 	return l->found == l->n;
 }
@@ -268,23 +319,33 @@ struct type_info {
 };
 
 static int type_info(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
-		     uint64_t obj, struct type_info *t)
+		     struct pyobj_memo *memo, uint64_t obj, struct type_info *t)
 {
-	uint64_t type, v[2];
+	uint64_t type, v[4];
 
-	if (read_u64(r, obj + o->ob_type, &type) || !type ||
-	    read_u64(r, type + L->type_flags, &t->flags) ||
-	    read_u64(r, type + L->type_cached_keys, &t->cached_keys) ||
-	    read_u64(r, type + L->type_basicsize, &v[0]) ||
-	    read_u64(r, type + L->type_dictoffset, &v[1]))
+	if (read_u64(r, obj + o->ob_type, &type) || !type)
 		return -1;
-	t->basicsize = (int64_t)v[0];
-	t->dictoffset = (int64_t)v[1];
+	if (memo && memo->type == type) {
+		memcpy(v, memo->type_words, sizeof(v));
+	} else if (read_u64(r, type + L->type_flags, &v[0]) ||
+		   read_u64(r, type + L->type_cached_keys, &v[1]) ||
+		   read_u64(r, type + L->type_basicsize, &v[2]) ||
+		   read_u64(r, type + L->type_dictoffset, &v[3])) {
+		return -1;
+	} else if (memo) {
+		memo->type = type;
+		memcpy(memo->type_words, v, sizeof(v));
+	}
+	t->flags = v[0];
+	t->cached_keys = v[1];
+	t->basicsize = (int64_t)v[2];
+	t->dictoffset = (int64_t)v[3];
 	return 0;
 }
 
 int pyobj_attrs(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
-		uint64_t obj, const char *const *names, uint64_t *vals, size_t n)
+		struct pyobj_memo *memo, uint64_t obj, const char *const *names, uint64_t *vals,
+		size_t n)
 {
 	struct type_info t;
 	struct lookup l;
@@ -293,7 +354,8 @@ int pyobj_attrs(struct mem_reader *r, const struct py_offsets *o, const struct p
 	int managed, rc;
 
 	lookup_init(&l, r, o, names, vals, n);
-	if (!obj || L->attrs_model == PY_ATTRS_NONE || type_info(r, o, L, obj, &t))
+	l.memo = memo;
+	if (!obj || L->attrs_model == PY_ATTRS_NONE || type_info(r, o, L, memo, obj, &t))
 		return -1;
 	managed = L->flag_managed_dict && (t.flags & L->flag_managed_dict);
 	/* Pre-header words sit below the object: an address that low is no

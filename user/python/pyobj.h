@@ -68,11 +68,33 @@ int pystr_equals(struct mem_reader *r, const struct py_offsets *o, uint64_t addr
 int pydict_get(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
 	       uint64_t dict, const char *const *names, uint64_t *vals, size_t n);
 
+/*
+ * What many lookups of the same names in instances of the same classes
+ * learn once: the type last read (its flags, sizes, shared keys) and which
+ * key objects are, or are not, one of the names. Attribute names are
+ * interned strs that live as long as their class, so their addresses stand
+ * for them; a stale entry (a class freed and its memory reused) can miss a
+ * name or take another str for it, never read out of bounds. Zero it
+ * before the first use; one memo per names array.
+ */
+#define PYOBJ_MEMO_KEYS 32
+struct pyobj_memo {
+	uint64_t type;
+	uint64_t type_words[4]; /* flags, cached keys, basicsize, dictoffset */
+	struct pyobj_memo_key {
+		uint64_t key;
+		int idx; /* index into names, or -1: none of them */
+	} keys[PYOBJ_MEMO_KEYS];
+	unsigned nkeys;
+};
+
 /* The same for the attributes an instance keeps in its own storage (its
  * __dict__ or its values: not its class's attributes, not slots). -1 also
- * for an object whose type keeps none that we know how to read. */
+ * for an object whose type keeps none that we know how to read. memo may
+ * be NULL. */
 int pyobj_attrs(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
-		uint64_t obj, const char *const *names, uint64_t *vals, size_t n);
+		struct pyobj_memo *memo, uint64_t obj, const char *const *names, uint64_t *vals,
+		size_t n);
 
 /* The int object at addr, when it is in [0, 2^64): 0 with *out set, or -1
  * (unreadable, negative, or more than 64 bits). */
