@@ -558,25 +558,16 @@ static void test_memo(void **state)
 	assert_int_equal(got[0], v[1]);
 }
 
-static void test_dicts(void **state)
+/* Dicts, attributes and corrupt shapes in the layouts of 3.10 (dk_size
+ * keys, tp_dictoffset), 3.11, 3.12 and 3.13 (from its debug offsets). */
+static void test_layouts(void **state)
 {
 	(void)state;
-	for (unsigned m = 10; m <= 13; m++)
+	for (unsigned m = 10; m <= 13; m++) {
 		check_dicts(m);
-}
-
-static void test_attrs(void **state)
-{
-	(void)state;
-	for (unsigned m = 10; m <= 13; m++)
 		check_attrs(m);
-}
-
-static void test_corrupt(void **state)
-{
-	(void)state;
-	for (unsigned m = 10; m <= 13; m++)
 		check_corrupt(m);
+	}
 }
 
 static int setup(void **state)
@@ -596,8 +587,7 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_dicts),    cmocka_unit_test(test_ints),
-	    cmocka_unit_test(test_attrs),    cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_layouts),  cmocka_unit_test(test_ints),
 	    cmocka_unit_test(test_big_dict), cmocka_unit_test(test_scan_new),
 	    cmocka_unit_test(test_memo),
 	};
