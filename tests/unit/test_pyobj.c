@@ -264,20 +264,28 @@ static uint64_t instance(uint64_t tp)
 	return a;
 }
 
+/* Minor's layout, and three attributes a Thread has: _target, _name (a
+ * str of the given text) and _native_id (an int). */
+static const struct py_objlayout *thread_attrs(unsigned minor, uint64_t *k, uint64_t *v,
+					       const char *name)
+{
+	layout(minor);
+	k[0] = str("_target");
+	k[1] = str("_name");
+	k[2] = str("_native_id");
+	v[0] = 0x3001;
+	v[1] = str(name);
+	v[2] = pyint(77, 0);
+	return &px.obj;
+}
+
 static void check_attrs(unsigned minor)
 {
 	static const char *const names[] = {"_name", "_native_id"};
 	uint64_t k[3], v[3], got[2], sk, obj, tp;
 	const struct py_objlayout *L;
 
-	layout(minor);
-	L = &px.obj;
-	k[0] = str("_target");
-	k[1] = str("_name");
-	k[2] = str("_native_id");
-	v[0] = 0x3001;
-	v[1] = str("the-name");
-	v[2] = pyint(77, 0);
+	L = thread_attrs(minor, k, v, "the-name");
 	/* A __dict__ (every version can have one). */
 	if (L->attrs_model == PY_ATTRS_DICTOFFSET) {
 		tp = type(0, 32, 16, 0);
@@ -526,14 +534,7 @@ static void test_memo(void **state)
 	uint64_t r1, r2;
 
 	(void)state;
-	layout(12);
-	L = &px.obj;
-	k[0] = str("_target");
-	k[1] = str("_name");
-	k[2] = str("_native_id");
-	v[0] = 1;
-	v[1] = str("first");
-	v[2] = pyint(5, 0);
+	L = thread_attrs(12, k, v, "first");
 	tp = type(L->flag_managed_dict, 16, -1, 0);
 	a = instance(tp);
 	b = instance(tp);
