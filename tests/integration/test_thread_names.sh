@@ -15,7 +15,8 @@
 #   - dump --json: name and comm per tid, the same;
 #   - record --threads -d 2: each busy thread's prefix pid:N;tid:N (NAME)
 #     carries its threading name (the hostile one escaped, ';' folded);
-#   - go tool pprof -raw of the same recording: thread_name labels.
+#   - go tool pprof -raw of the same recording: thread_name labels;
+#   - its Chrome trace (record -f chrome): thread_name metadata.
 # Then the same on 3.10 and 3.12 in a PID namespace of their own (unshare
 # --pid --fork --mount-proc): _native_id is the target's tid there, and
 # must be turned into the host's (dump --json's ns_tid/tid pairs check it).
@@ -57,7 +58,10 @@ checks() {
 	else
 		bad "$label: dump exited $?: $(head -c 300 "$f.dump.err")"
 	fi
-	if bpfpy record -q -p "$PY_PID" -d 2 --threads -o "$f.folded" -o "$f.pb.gz" 2>"$f.rec.err"; then
+	if bpfpy record -q -p "$PY_PID" -d 2 --threads -o "$f.folded" -o "$f.pb.gz" \
+		-o "$f.trace.json" 2>"$f.rec.err"; then
+		"$CHECKPY" "$CHK" chrome "$f.ready" "$f.trace.json" label="$label" "${ns[@]}"
+		fails=$((fails + $?))
 		"$CHECKPY" "$CHK" folded "$f.ready" "$f.folded" label="$label" "${ns[@]}"
 		fails=$((fails + $?))
 		if HOME=$TMP go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1; then

@@ -2,7 +2,7 @@
 
 usage: check_thread_names.py MODE READY FILE [label=L] [ns=DUMP.json]
   MODE  dump (text), json (dump --json), folded (record --threads), pprof
-        (go tool pprof -raw of record's profile)
+        (go tool pprof -raw of record's profile), chrome (record -f chrome)
   READY the target's "ready {name: native_id}" line (py/thread_names.py)
   ns    the target runs in its own PID namespace: its native ids are ns
         tids, turned into host tids by the ns_tid/tid pairs of that dump
@@ -60,6 +60,8 @@ def main():
         check_folded(r, text, names, hostile, workers)
     elif mode == "pprof":
         check_pprof(r, text, names, hostile, workers)
+    elif mode == "chrome":
+        check_chrome(r, json.loads(text), names, hostile, workers)
     r.done()
 
 
@@ -189,6 +191,26 @@ def check_pprof(r, text, names, hostile, workers):
             r.ok("tid %d: thread_name %s" % (tid, n))
         else:
             r.bad("tid %d: thread_name %r, want %r" % (tid, got[tid], n))
+
+
+def check_chrome(r, d, names, hostile, workers):
+    meta = {e["tid"]: e["args"]["name"] for e in d["traceEvents"]
+            if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    for n in workers:
+        tid = names[n]
+        want = "%s (tid %d)" % (n, tid)
+        got = meta.get(tid)
+        if got is None:
+            r.bad("no thread_name metadata for tid %d" % tid)
+        elif n == hostile:
+            if got.startswith(RAW_HEAD) and got.endswith(ELL + " (tid %d)" % tid):
+                r.ok("hostile thread_name cut (%d bytes), JSON-escaped" % len(got.encode()))
+            else:
+                r.bad("hostile thread_name %r" % got[:200])
+        elif got == want:
+            r.ok("thread_name %s" % want)
+        else:
+            r.bad("thread_name %r, want %r" % (got, want))
 
 
 main()
