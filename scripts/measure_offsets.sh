@@ -36,7 +36,8 @@ for dir in "$PYENV"/3.*; do
 	# One expanded dump per library: nested members then carry absolute
 	# offsets, so "ceval.gil.locked" is a lookup, not arithmetic.
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
-	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject; do
+	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
+		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
 	done
 	echo "# $minor measured on $lib ($full)" >>"$tmp/out"
@@ -187,6 +188,36 @@ else:
     put("interp_ceval_gil", off(IS, "ceval.gil"))
     put("gil_locked", off("_gil_runtime_state", "locked"))
     put("gil_holder", off("_gil_runtime_state", "last_holder"))
+
+# Objects, for threading names (struct py_objlayout, "obj." keys).
+put("obj.interp_modules", off(IS, "modules" if ver <= (3, 11) else "imports.modules"))
+put("obj.module_dict", off("PyModuleObject", "md_dict"))
+put("obj.dict_used", off("PyDictObject", "ma_used"))
+put("obj.dict_keys", off("PyDictObject", "ma_keys"))
+put("obj.dict_values", off("PyDictObject", "ma_values"))
+KO = "_dictkeysobject"
+if ver <= (3, 10):
+    put("obj.keys_size", off(KO, "dk_size"))
+else:
+    put("obj.keys_size", off(KO, "dk_log2_size"))
+    put("obj.keys_index_bytes", off(KO, "dk_log2_index_bytes"))
+    put("obj.keys_kind", off(KO, "dk_kind"))
+    put("obj.values_items", off("_dictvalues", "values"))
+if ver >= (3, 13):
+    put("obj.values_capacity", off("_dictvalues", "capacity"))
+    put("obj.values_valid", off("_dictvalues", "valid"))
+put("obj.keys_nentries", off(KO, "dk_nentries"))
+put("obj.keys_indices", off(KO, "dk_indices"))
+if ver <= (3, 11):
+    put("obj.long_size", off("_longobject", "ob_base.ob_size"))
+    put("obj.long_digits", off("_longobject", "ob_digit"))
+else:
+    put("obj.long_size", off("_longobject", "long_value.lv_tag"))
+    put("obj.long_digits", off("_longobject", "long_value.ob_digit"))
+put("obj.type_basicsize", off("_typeobject", "tp_basicsize"))
+put("obj.type_flags", off("_typeobject", "tp_flags"))
+put("obj.type_dictoffset", off("_typeobject", "tp_dictoffset"))
+put("obj.type_cached_keys", off("_heaptypeobject", "ht_cached_keys"))
 print("\n".join(out))
 EOF
 done
@@ -218,7 +249,33 @@ m = "%d.%d" % sys.version_info[:2]
 print(m, "code_flags", find_int(codes, "co_flags"))
 print(m, "code_argcount", find_int(codes, "co_argcount"))
 print(m, "ascii_data_off", data_off("".join(map(chr, range(97, 123))) * 2, "ascii"))
-print(m, "compact_data_off", data_off("".join(map(chr, range(0xc0, 0xff))), "latin-1"))'
+print(m, "compact_data_off", data_off("".join(map(chr, range(0xc0, 0xff))), "latin-1"))
+# ht_cached_keys: the word of a class that points at split keys (dk_kind 2)
+# whose first key is the first attribute of its instances. Via a pipe,
+# which answers EFAULT for a wild pointer instead of crashing.
+import os
+rfd, wfd = os.pipe()
+def word(addr, n=8):
+    os.write(wfd, (ctypes.c_char * n).from_address(addr))
+    return int.from_bytes(os.read(rfd, n), "little")
+class C:
+    def __init__(self):
+        self.first_attribute_x = 1
+objs = [C(), C()]
+key = sys.intern("first_attribute_x")
+hits = []
+for k in range(400, type.__basicsize__, 8):
+    p = word(id(C) + k)
+    if p < 4096 or p % 8:
+        continue
+    try:
+        if word(p + 10, 1) == 2 and word(p + 9, 1) < 16 and \
+                word(p + 32 + (1 << word(p + 9, 1))) == id(key):
+            hits.append(k)
+    except OSError:
+        pass
+assert len(hits) == 1, hits
+print(m, "obj.type_cached_keys", hits[0])'
 for m in 3.14 3.15; do
 	if [ -x "$SID/usr/bin/python$m" ]; then
 		echo "# $m measured live on $SID/usr/bin/python$m ($(chroot "$SID" "python$m" -c 'import platform; print(platform.python_version())')) with ctypes" >>"$tmp/out"

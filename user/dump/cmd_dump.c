@@ -33,6 +33,7 @@
 #include "proc_ns.h"
 #include "ptrace_stop.h"
 #include "py_process.h"
+#include "py_threads.h"
 #include "signals.h"
 #include "stack_reader.h"
 #include "text_escape.h"
@@ -65,6 +66,7 @@ struct dumped_thread {
 	uint32_t tid;		    /* OS tid; from fs base when the version lacks it */
 	uint32_t ns_tid;	    /* the target's id of it, where its PID namespace differs */
 	char name[64];		    /* OS name (/proc/PID/task/TID/comm), "" if unknown */
+	char pyname[PY_TNAME_CAP];  /* threading name, "" if unknown */
 };
 
 struct dump_ctx {
@@ -72,6 +74,7 @@ struct dump_ctx {
 	struct code_cache *cache;
 	struct thread_stack *stacks;
 	struct dumped_thread *threads;
+	struct py_tnames tnames;
 	int count, shown;
 	uint64_t stopped_ns;
 	struct diag *d;
@@ -99,10 +102,12 @@ static const char doc[] =
     "does not store it, it is found "
     "from the thread's fs base while stopped, and shown as the pthread id with "
     "--nonblocking), and whether it holds the GIL where the version lets us see it; then, "
-    "on a line of its own ('  name: NAME'), its OS name (comm, which Python 3.14+ sets from "
-    "the threading name).\n"
+    "on a line of its own ('  name: NAME'), its threading name where it is read (Python "
+    "3.8-3.15), else its OS name (comm); where both are known and differ, the OS name "
+    "follows ('  comm: NAME').\n"
     "--json prints one object: pid, comm, version, binary, blocking, stopped_us, threads "
-    "[{tid, ns_tid (null outside a container), pthread_id, name (null if unknown), gil: "
+    "[{tid, ns_tid (null outside a container), pthread_id, name (null if unknown), comm (the "
+    "thread's OS name, null if unknown), gil: "
     "held|released|unknown, truncated, "
     "error, frames [{name, file, "
     "line}]}]; line is -1 when unknown.\n"
@@ -316,9 +321,15 @@ static int splice_thread(struct dump_ctx *c, struct dumped_thread *t)
 
 static int symbolize_all(struct dump_ctx *c)
 {
+	struct diag nd = {0};
+
+	/* After the resume too, and optional: a target whose threading
+	 * module cannot be read keeps its OS names. */
+	py_tnames_read(c->p, &c->tnames, &nd);
 	for (int i = 0; i < c->shown; i++) {
 		struct dumped_thread *t = &c->threads[i];
 		const struct thread_stack *ts = t->ts;
+		const char *pyname;
 
 		t->frames = calloc(ts->nframes ? ts->nframes : 1, sizeof(*t->frames));
 		if (!t->frames)
@@ -326,6 +337,8 @@ static int symbolize_all(struct dump_ctx *c)
 		/* After the resume: the name costs the target nothing. */
 		if (t->tid && proc_thread_comm(c->p->pid, (pid_t)t->tid, t->name, sizeof(t->name)))
 			t->name[0] = '\0';
+		pyname = py_tnames_find(&c->tnames, t->tid, ts->pthread_id);
+		snprintf(t->pyname, sizeof(t->pyname), "%s", pyname ? pyname : "");
 		for (uint32_t f = 0; f < ts->nframes; f++) {
 			struct sym_frame sf;
 
@@ -444,8 +457,14 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 		if (t->ts->flags & SAMPLE_GIL_KNOWN)
 			printf(" (GIL %s)", gil_word(t->ts->flags));
 		printf(":\n");
-		if (t->name[0]) { /* a line of its own: the header's grammar stays */
+		if (t->pyname[0] ||
+		    t->name[0]) { /* a line of its own: the header's grammar stays */
 			printf("  name: ");
+			text_put(stdout, t->pyname[0] ? t->pyname : t->name);
+			printf("\n");
+		}
+		if (t->pyname[0] && t->name[0] && strcmp(t->pyname, t->name)) {
+			printf("  comm: ");
 			text_put(stdout, t->name);
 			printf("\n");
 		}
@@ -522,6 +541,10 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 				       t->ns_tid ? json_object_new_int64(t->ns_tid) : NULL);
 		json_object_object_add(jt, "pthread_id", json_object_new_uint64(t->ts->pthread_id));
 		json_object_object_add(jt, "name",
+				       t->pyname[0] ? json_object_new_string(t->pyname)
+				       : t->name[0] ? json_object_new_string(t->name)
+						    : NULL);
+		json_object_object_add(jt, "comm",
 				       t->name[0] ? json_object_new_string(t->name) : NULL);
 		json_object_object_add(jt, "gil", json_object_new_string(gil_word(t->ts->flags)));
 		json_object_object_add(jt, "truncated",
@@ -652,6 +675,7 @@ out:
 	splice_scratch_free(c.sc);
 	free(c.nw);
 	code_cache_free(c.cache);
+	py_tnames_free(&c.tnames);
 	free(c.stacks);
 	free(c.threads);
 	return ret;

@@ -188,7 +188,9 @@ int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		const struct prof_thread *th = &p->threads[t];
 		const char *comm = profile_comm(p, th->pid);
-		char name[96];
+		/* Whole thread names: threading names are up to 127 bytes of
+		 * UTF-8 (py_threads.h), and a byte count would cut a character. */
+		char name[192];
 		int seen = 0;
 
 		for (uint32_t u = 0; u < t && !seen; u++)
@@ -199,11 +201,17 @@ int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts
 			chrome_put_meta(f, "process_name", th->pid, th->pid, name);
 			first = 0;
 		}
-		/* The thread's OS name where record read it (its comm). */
-		if (th->name && *th->name)
-			snprintf(name, sizeof(name), "%.40s (tid %u)", th->name, th->tid);
-		else
+		/* The thread's name where record read it (threading's, or comm). */
+		if (th->name && *th->name) {
+			size_t n = strlen(th->name);
+
+			/* Longer ones (none read so) are cut at a character. */
+			for (n = n > 150 ? 150 : n; n && (th->name[n] & 0xc0) == 0x80;)
+				n--;
+			snprintf(name, sizeof(name), "%.*s (tid %u)", (int)n, th->name, th->tid);
+		} else {
 			snprintf(name, sizeof(name), "tid %u", th->tid);
+		}
 		fputs(first ? "" : ",\n", f);
 		chrome_put_meta(f, "thread_name", th->pid, th->tid, name);
 		first = 0;

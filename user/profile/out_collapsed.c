@@ -80,7 +80,9 @@ int collapsed_write(FILE *f, const struct profile *p, const struct profile_out_o
 			/* The thread's name inside the tid's frame, so that a
 			 * reader splitting "tid:N" off still finds the stack. */
 			if (t->name && *t->name) {
-				char name[64];
+				/* Threading names are up to 127 bytes (py_threads.h),
+				 * escaped up to four times that. */
+				char name[512];
 
 				text_escape(name, sizeof(name), t->name, TEXT_FOLDED);
 				snprintf(label, sizeof(label), " (%s)", name);

@@ -111,6 +111,29 @@ struct vtable {
 	.ob_type = 8, .unicode_state = 32, .unicode_length = 16, .ascii_data_off = 48,             \
 	.compact_data_off = 72, .bytes_size = 16, .bytes_data = 32
 
+/*
+ * Object layouts (struct py_objlayout), pahole on the same builds. The
+ * object, type and module headers and PyDictObject are the same in 3.8 to
+ * 3.15; ht_cached_keys moves with the size of PyTypeObject.
+ */
+#define OBJ_COMMON                                                                                 \
+	.module_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, .long_size = 16,   \
+	.long_digits = 24, .type_basicsize = 32, .type_flags = 168, .type_dictoffset = 288
+/* 3.8-3.10: dk_size, dk_nentries, dk_indices; a dict at tp_dictoffset. */
+#define OBJ_PRE311(modules, cached_keys)                                                           \
+	.obj = {OBJ_COMMON,                                                                        \
+		.interp_modules = (modules),                                                       \
+		.keys_model = PY_KEYS_SIZE,                                                        \
+		.attrs_model = PY_ATTRS_DICTOFFSET,                                                \
+		.keys_size = 8,                                                                    \
+		.keys_nentries = 32,                                                               \
+		.keys_indices = 40,                                                                \
+		.type_cached_keys = (cached_keys)}
+/* 3.11+ keys: dk_log2_size, dk_log2_index_bytes, dk_kind, dk_nentries. */
+#define KEYS_LOG2                                                                                  \
+	.keys_model = PY_KEYS_LOG2, .keys_size = 8, .keys_index_bytes = 9, .keys_kind = 10,        \
+	.keys_nentries = 24, .keys_indices = 32, .managed_dict = -24, .flag_managed_dict = 1u << 4
+
 static const struct vtable tables[] = {
     /* /root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0 */
     {8,
@@ -136,7 +159,8 @@ static const struct vtable tables[] = {
       .gil_locked = 1168,
       .gil_holder = 1160,
       .frame_size = 368,
-      .code_size = 176}},
+      .code_size = 176,
+      OBJ_PRE311(56, 872)}},
     /* /root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0 */
     {9,
      {.frame_model = FRAME_MODEL_OBJECT,
@@ -157,7 +181,12 @@ static const struct vtable tables[] = {
       .code_name = 112,
       .code_linetable = 120, /* co_lnotab */
       STR_BYTES_PRE312},
-     {.interp_id = 24, .gil_locked = 368, .gil_holder = 360, .frame_size = 368, .code_size = 176}},
+     {.interp_id = 24,
+      .gil_locked = 368,
+      .gil_holder = 360,
+      .frame_size = 368,
+      .code_size = 176,
+      OBJ_PRE311(856, 864)}},
     /* /root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0. f_lasti now
      * counts code units; tstate->frame is still the frame object chain
      * (3.10's cframe only carries use_tracing). */
@@ -179,7 +208,12 @@ static const struct vtable tables[] = {
       .code_name = 112,
       .code_linetable = 120, /* co_linetable, PEP 626 */
       STR_BYTES_PRE312},
-     {.interp_id = 24, .gil_locked = 368, .gil_holder = 360, .frame_size = 360, .code_size = 176}},
+     {.interp_id = 24,
+      .gil_locked = 368,
+      .gil_holder = 360,
+      .frame_size = 360,
+      .code_size = 176,
+      OBJ_PRE311(856, 872)}},
     /* /root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0. Debian
      * bookworm's stripped /usr/bin/python3.11 (3.11.2) has the same layout:
      * checked on a live process by following _PyRuntime -> interpreter ->
@@ -215,7 +249,14 @@ static const struct vtable tables[] = {
       .compact_data_off = 72,
       .bytes_size = 16,
       .bytes_data = 32},
-     {.interp_id = 48, .gil_locked = 376, .gil_holder = 368, .frame_size = 80, .code_size = 192}},
+     {.interp_id = 48,
+      .gil_locked = 376,
+      .gil_holder = 368,
+      .frame_size = 80,
+      .code_size = 192,
+      /* 3.11 pre-header: values pointer, dict pointer, GC links. */
+      .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 888, .attrs_model = PY_ATTRS_VALUES_PTR,
+	      .managed_values = -32, .type_cached_keys = 872}}},
     /* /root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0. The GIL moved
      * into the interpreter (PEP 684): interp->ceval.gil points to it. */
     {12,
@@ -256,7 +297,9 @@ static const struct vtable tables[] = {
       .gil_locked = 16,
       .gil_holder = 8,
       .frame_size = 80,
-      .code_size = 200}},
+      .code_size = 200,
+      .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 944, .attrs_model = PY_ATTRS_DORV,
+	      .long_tagged = 1, .type_cached_keys = 880}}},
 };
 
 static int check_release(uint32_t hex, struct diag *d)
@@ -366,6 +409,10 @@ struct dlayout {
 	uint8_t tagged_code;
 	uint8_t has_base_frame;
 	uint8_t bottom_owner_mask; /* owners a chain's last frame may have */
+	/* PyHeapTypeObject.ht_cached_keys where the table lacks it (0: it has
+	 * it): found in 3.13.0 and 3.14.10 as the pointer to the split keys of
+	 * a class's instances (3.13.0's DWARF says the same). */
+	uint16_t type_cached_keys;
 };
 
 static const struct dgroup g313[] = {
@@ -455,13 +502,13 @@ static const struct dgroup g315[] = {
 
 static const struct dlayout layouts[] = {
     /* 3.13: owner 3 is the C-stack shim, whose f_executable may be None. */
-    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0, 1u << OWNER_CSTACK_312},
+    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0, 1u << OWNER_CSTACK_312, 880},
     /* 3.14: f_executable is a tagged _PyStackRef; owners 3 and 4 are
      * entry/C-stack frames without Python code of their own. */
     {14, g314, NG(g314), 48, 56, (1u << OWNER_INTERP_314) | (1u << OWNER_CSTACK_314), 1, 0,
-     1u << OWNER_INTERP_314},
+     1u << OWNER_INTERP_314, 880},
     /* 3.15: the C-stack owner is gone; every chain ends at base_frame. */
-    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1, 0},
+    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1, 0, 0},
 };
 
 /* Slot (u64 index into the blob) of group.field; -1 if the layout lacks it.
@@ -599,6 +646,44 @@ static int field(const struct dparse *p, const char *group, const char *name, un
 		if (field(&p, grp, name, width, 1, &(dst)))                                        \
 			return -1;                                                                 \
 	} while (0)
+
+/*
+ * x->obj for 3.13+: what the debug offsets carry, the rest from the
+ * headers of 3.13 to 3.15 (the same there). Checked like every other field
+ * (a value outside its struct refuses the target, naming it); a minor
+ * whose ht_cached_keys is unknown leaves obj zeroed: names not read.
+ */
+static int obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
+{
+	struct dparse p = *p0;
+
+	/* The 3.12 shapes, with 3.13's inline values and PyDictValues header. */
+	*ob = (struct py_objlayout){OBJ_COMMON,
+				    KEYS_LOG2,
+				    .attrs_model = PY_ATTRS_INLINE,
+				    .long_tagged = 1,
+				    .values_header = 1,
+				    .values_capacity = 0,
+				    .values_valid = 3,
+				    .values_items = 8,
+				    .flag_inline_values = 1u << 2,
+				    .type_cached_keys = p.L->type_cached_keys};
+	F32("interpreter_state", "imports_modules", 8, ob->interp_modules);
+	F16("dict_object", "ma_keys", 8, ob->dict_keys);
+	F16("dict_object", "ma_values", 8, ob->dict_values);
+	F16("long_object", "lv_tag", 8, ob->long_size);
+	F16("long_object", "ob_digit", 4, ob->long_digits);
+	F16("type_object", "tp_flags", 8, ob->type_flags);
+	if (slot_of(p.L, "type_object", "tp_basicsize") >= 0) {
+		F16("type_object", "tp_basicsize", 8, ob->type_basicsize);
+		F16("type_object", "tp_dictoffset", 8, ob->type_dictoffset);
+	}
+	if (slot_of(p.L, "heap_type_object", "ht_cached_keys") >= 0)
+		F16("heap_type_object", "ht_cached_keys", 8, ob->type_cached_keys);
+	if (!ob->type_cached_keys)
+		memset(ob, 0, sizeof(*ob));
+	return 0;
+}
 
 int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, struct py_extra *x,
 			  struct diag *d)
@@ -742,6 +827,8 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 	o->ascii_data_off = (uint8_t)ascii;
 	o->compact_data_off = (uint8_t)compact;
 
+	if (obj_from_debug(&p, &x->obj))
+		return -1;
 	read_sizes(o, x->frame_size);
 	/* The walker reads a frame and a code object into fixed buffers with
 	 * masked offsets: a field beyond them cannot be read at all. */

@@ -172,6 +172,66 @@ extern const size_t py_api_nmarkers;
 #define PY_RUNTIME_FIRST PY_VERSION(3, 7)
 
 /*
+ * Layouts for reading Python objects (dicts, ints, instance attributes) out
+ * of a live target: user/python/pyobj.c, which reads the threading module's
+ * names (py_threads.c). None of this reaches the kernel. 3.8-3.12 from the
+ * tables (pahole on the pyenv builds); 3.13+ from _Py_DebugOffsets where it
+ * carries the field, else from the constants of that minor, measured.
+ * Entries of a dict's keys are (hash, key, value), 24 bytes, in every
+ * version; 3.11+ unicode and split keys drop the hash (16 bytes).
+ */
+enum py_keys_model {
+	PY_KEYS_NONE = 0, /* unknown: nothing is read */
+	PY_KEYS_SIZE,	  /* 3.8-3.10: dk_size slots, the index width follows from it */
+	PY_KEYS_LOG2,	  /* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind */
+};
+#define PY_DICT_ENTRY_SIZE	   24
+#define PY_DICT_UNICODE_ENTRY_SIZE 16
+#define PY_DICT_KIND_GENERAL	   0 /* 3.11+ dk_kind; 1 unicode and 2 split keep no hash */
+
+/* Where an instance keeps its attributes. */
+enum py_attrs_model {
+	PY_ATTRS_NONE = 0,
+	PY_ATTRS_DICTOFFSET, /* <= 3.10: a dict at obj + tp_dictoffset */
+	/* 3.11 (flag managed_dict): a values array at obj + managed_values, or
+	 * else a dict at obj + managed_dict (both in the pre-header). */
+	PY_ATTRS_VALUES_PTR,
+	/* 3.12: one word at obj + managed_dict: a dict, or a values array's
+	 * address - 1 (low bit set). */
+	PY_ATTRS_DORV,
+	/* 3.13+: a dict at obj + managed_dict, or else (flag inline_values)
+	 * the values inline at obj + tp_basicsize, used while "valid". */
+	PY_ATTRS_INLINE,
+};
+
+struct py_objlayout {
+	uint32_t interp_modules; /* PyInterpreterState: sys.modules (3.12+ imports.modules) */
+	uint16_t module_dict;	 /* PyModuleObject.md_dict */
+	uint16_t dict_used, dict_keys, dict_values; /* PyDictObject ma_used, ma_keys, ma_values */
+	uint8_t keys_model;			    /* enum py_keys_model */
+	uint8_t attrs_model;			    /* enum py_attrs_model */
+	uint8_t long_tagged; /* 3.12+: lv_tag = ndigits << 3 | sign (0 +, 1 zero, 2 -) */
+	/* 3.13+: PyDictValues starts with capacity, size, embedded, valid
+	 * bytes; 0 before (no header, values_items 0). */
+	uint8_t values_header;
+	uint8_t values_capacity, values_valid, values_items;
+	uint8_t pad0;
+	uint16_t keys_size;	   /* dk_size (SIZE) or dk_log2_size (LOG2, a byte) */
+	uint16_t keys_index_bytes; /* LOG2: dk_log2_index_bytes (a byte) */
+	uint16_t keys_kind;	   /* LOG2: dk_kind (a byte) */
+	uint16_t keys_nentries;
+	uint16_t keys_indices; /* dk_indices: the index table, then the entries */
+	uint16_t long_size;    /* ob_size (<= 3.11) or lv_tag */
+	uint16_t long_digits;  /* ob_digit: 30-bit digits in uint32, least first */
+	uint16_t type_basicsize, type_flags, type_dictoffset;
+	uint16_t type_cached_keys;   /* PyHeapTypeObject.ht_cached_keys (shared keys) */
+	int16_t managed_dict;	     /* 3.11+: from the object (negative: pre-header) */
+	int16_t managed_values;	     /* 3.11: the values pointer */
+	uint32_t flag_managed_dict;  /* tp_flags bit: Py_TPFLAGS_MANAGED_DICT (3.11+) */
+	uint32_t flag_inline_values; /* Py_TPFLAGS_INLINE_VALUES (3.13+) */
+};
+
+/*
  * What the walker does not need but the caller does: where the GIL state
  * lives (for proc_config.gil_locked_addr / gil_holder_addr, see
  * py_gil_addrs()), and a few sizes for sanity checks of target memory.
@@ -192,6 +252,8 @@ struct py_extra {
 	uint32_t tstate_size;	      /* 3.13+: sizeof PyThreadState; 0 before */
 	uint32_t interp_threads_main; /* 3.14+: interp->threads.main; 0 before */
 	uint32_t debug_size;	      /* 3.13+: bytes of _Py_DebugOffsets; 0 before */
+	/* Objects, for threading names; obj.keys_model 0 when unknown. */
+	struct py_objlayout obj;
 };
 
 /*

@@ -87,9 +87,10 @@ static const char doc[] =
     "GIL. --gil keeps only the on-CPU samples of threads holding the GIL and, with offcpu "
     "or wall, the [off-cpu: gil] intervals; refused (exit 2) for a target whose version "
     "does not expose the holder.\n"
-    "THREADS. --threads keeps threads apart; each thread is named by its OS name (comm, "
-    "which Python 3.14+ sets from threading names): collapsed prefix pid:N;tid:N (NAME), "
-    "pprof labels thread and thread_name, speedscope profile names.\n"
+    "THREADS. --threads keeps threads apart; each thread is named by its threading name, "
+    "read from the target (3.8-3.15; when first seen and at the end), else by its OS name "
+    "(comm): collapsed prefix pid:N;tid:N (NAME), pprof labels thread and thread_name, "
+    "speedscope profile names, Chrome thread_name metadata.\n"
     "POISSON. --poisson on the cpu clock runs the clock at K x RATE (K = --poisson-factor, "
     "default 8) and keeps each tick with probability 1/K in the kernel: gaps between kept "
     "ticks are geometric on the base period 1/(K x RATE), mean 1/RATE, coefficient of "
@@ -318,6 +319,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Threads waiting for a threading name at once, and samples of each that
+ * look it up again before it keeps its OS name. */
+#define PEND_NAMES 64
+#define PEND_TRIES 4
+
 struct rec_ctx {
 	struct record_opts *o;
 	struct target_set *ts;
@@ -327,7 +333,13 @@ struct rec_ctx {
 	struct rec_target *last; /* target of the previous record */
 	struct launch *launch;	 /* record -- CMD, or NULL */
 	uint64_t samples, dropped_idle, errors, unknown_pid;
-	uint32_t named;			   /* of the profile's threads, how many were named */
+	uint32_t named; /* of the profile's threads, how many were named */
+	/* Threads first seen before they entered threading._active (a sample
+	 * in Thread._bootstrap): looked up again on their next samples. */
+	struct pend_name {
+		uint32_t pid, tid, tries;
+	} pend[PEND_NAMES];
+	uint32_t npend;
 	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
 	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
@@ -335,6 +347,25 @@ struct rec_ctx {
 	struct splice_scratch *sc;
 	uint64_t splice_causes[SPLICE__COUNT];
 };
+
+/* A sample of a thread still waiting for its threading name: look again
+ * (at the cost of the threads _active gained since: py_tnames_update). */
+static void name_pending(struct rec_ctx *c, struct rec_target *t, const struct sample_hdr *h)
+{
+	for (uint32_t i = 0; i < c->npend; i++) {
+		struct pend_name *pn = &c->pend[i];
+		const char *pyname;
+
+		if (pn->tid != h->tid || pn->pid != h->pid)
+			continue;
+		pyname = t->proc ? py_tnames_lookup(t->proc, &t->tnames, pn->tid) : NULL;
+		if (pyname)
+			profile_set_thread_name(c->prof, pn->pid, pn->tid, pyname);
+		if (pyname || !t->proc || ++pn->tries >= PEND_TRIES)
+			c->pend[i] = c->pend[--c->npend];
+		return;
+	}
+}
 
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
@@ -421,17 +452,82 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	} else if (c->raw.f && !unnamed) {
 		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
 	}
-	/* Threads the profile met for the first time: their OS name while they
+	/* Before the new ones join them: a thread is looked up again from
+	 * its next sample on. */
+	if (c->npend)
+		name_pending(c, t, h);
+	/* Threads the profile met for the first time: their names while they
 	 * live. Counted by the profile's thread table, so the per-sample path
 	 * pays no lookup. */
 	for (; c->named < c->prof->nthreads; c->named++) {
 		const struct prof_thread *th = &c->prof->threads[c->named];
+		struct rec_target *nt = targets_find(c->ts, (pid_t)th->pid);
+		const char *pyname =
+		    nt && nt->proc ? py_tnames_lookup(nt->proc, &nt->tnames, th->tid) : NULL;
 		char name[64];
 
-		proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
-		profile_set_thread_name(c->prof, th->pid, th->tid, name);
+		/* The threading name where it is read, else the OS name. */
+		if (!pyname) {
+			proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
+			if (nt && nt->proc && nt->proc->extra.obj.keys_model &&
+			    c->npend < PEND_NAMES)
+				c->pend[c->npend++] = (struct pend_name){th->pid, th->tid, 0};
+		}
+		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
 	}
 	return 0;
+}
+
+/*
+ * Threads rename themselves (threading's Thread.name = ..., which 3.14+
+ * also gives the OS thread, after the thread started): the name they have
+ * at the end, if they live. The threading name first; the OS name only for
+ * a thread that had no threading name when first seen either (one that
+ * left threading._active before the end keeps the one it had).
+ */
+static void name_threads_at_end(struct rec_ctx *c)
+{
+	struct diag d = {0};
+
+	for (int i = 0; i < c->ts->n; i++) {
+		struct rec_target *t = c->ts->t[i];
+		struct py_tnames now = {.active = t->tnames.active};
+
+		if (!t->proc || py_tnames_read(t->proc, &now, &d) < 0) {
+			py_tnames_free(&now);
+			continue;
+		}
+		/* Both kept: the old ones tell which threads were named. */
+		struct py_tnames old = t->tnames;
+
+		t->tnames = now;
+		for (uint32_t k = 0; k < c->prof->nthreads; k++) {
+			const struct prof_thread *th = &c->prof->threads[k];
+			const char *pyname;
+			char name[64];
+
+			if (th->pid != (uint32_t)t->pid)
+				continue;
+			pyname = py_tnames_find(&now, th->tid, 0);
+			if (pyname)
+				profile_set_thread_name(c->prof, th->pid, th->tid, pyname);
+			else if (!py_tnames_find(&old, th->tid, 0) &&
+				 !proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name,
+						   sizeof(name)))
+				profile_set_thread_name(c->prof, th->pid, th->tid, name);
+		}
+		py_tnames_free(&old);
+	}
+	/* Threads of targets gone or unreadable now: their OS name, as before. */
+	for (uint32_t k = 0; k < c->prof->nthreads; k++) {
+		const struct prof_thread *th = &c->prof->threads[k];
+		struct rec_target *t = targets_find(c->ts, (pid_t)th->pid);
+		char name[64];
+
+		if ((!t || !t->proc) &&
+		    !proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
+			profile_set_thread_name(c->prof, th->pid, th->tid, name);
+	}
 }
 
 /* Exponential gap with mean 1/rate, for wall-clock snapshots. */
@@ -860,15 +956,7 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
 	po.source_root = o.source_root ? o.source_root : common_root(&ts);
-	/* Threads rename themselves (Python 3.14+ from threading, after the
-	 * thread started): the name they have at the end, if they live. */
-	for (uint32_t i = 0; i < c.prof->nthreads; i++) {
-		const struct prof_thread *th = &c.prof->threads[i];
-		char name[64];
-
-		if (!proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
-			profile_set_thread_name(c.prof, th->pid, th->tid, name);
-	}
+	name_threads_at_end(&c);
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;

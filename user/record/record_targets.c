@@ -358,6 +358,7 @@ static void release(struct target_set *ts, struct rec_target *t)
 	t->cache = NULL;
 	free(t->proc);
 	t->proc = NULL;
+	py_tnames_free(&t->tnames);
 }
 
 /* A reap checks each target with kill(0); the PID-reuse check (a file read
@@ -418,6 +419,7 @@ void targets_free(struct target_set *ts)
 	for (int i = 0; i < ts->n; i++) {
 		code_cache_free(ts->t[i]->cache);
 		free(ts->t[i]->proc);
+		py_tnames_free(&ts->t[i]->tnames);
 		free(ts->t[i]);
 	}
 	free(ts->t);

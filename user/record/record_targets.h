@@ -15,6 +15,7 @@
 #include "code_cache.h"
 #include "diag.h"
 #include "py_process.h"
+#include "py_threads.h"
 
 enum target_state {
 	TARGET_LIVE = 0,
@@ -40,6 +41,8 @@ struct rec_target {
 	 * longer than this): record's default --source-root. */
 	char root[256];
 	int exited; /* enum target_state */
+	/* Its threading names as last read (py_threads.h), while it lives. */
+	struct py_tnames tnames;
 };
 
 struct target_set {

@@ -1,0 +1,105 @@
+#!/bin/bash
+# Python's threading names, read out of process (user/python/py_threads.c),
+# on every target of scripts/targets.sh (JOBS at a time, default 2).
+#
+# py/thread_names.py runs four busy threads named by threading.Thread(name=)
+# with names longer than the 15 bytes of an OS name (3.14+ gives the OS
+# thread the name cut to 15 bytes; before, each thread sets another OS name
+# with prctl), one of them hostile (newlines, a forged dump header and
+# collapsed prefix, quotes, a backslash escape, a lone surrogate, ESC and
+# 10 kB of padding), and a renamed main thread. It prints its names with
+# their native ids once all are set. Then (check/check_thread_names.py):
+#   - dump (text): each thread's "  name:" line is its threading name, and
+#     its OS name follows as "  comm:"; the hostile one escaped, cut to 128
+#     bytes with an ellipsis, no forged line, no raw control byte;
+#   - dump --json: name and comm per tid, the same;
+#   - record --threads -d 2: each busy thread's prefix pid:N;tid:N (NAME)
+#     carries its threading name (the hostile one escaped, ';' folded);
+#   - go tool pprof -raw of the same recording: thread_name labels;
+#   - its Chrome trace (record -f chrome): thread_name metadata.
+# Then the same on 3.10 and 3.12 in a PID namespace of their own (unshare
+# --pid --fork --mount-proc): _native_id is the target's tid there, and
+# must be turned into the host's (dump --json's ns_tid/tid pairs check it).
+# A version whose names were not read would show the OS names (os-N, or the
+# 15-byte cut on 3.14+) and fail every check.
+. "$(dirname "$0")/lib.sh"
+
+use_bpfpy
+CHK=$CHECK/check_thread_names.py
+bpfpy() { timeout -s KILL 60 "$BPFPY" "$@"; }
+
+one() {
+	local version=$1 label=$2 f
+	echo "== $label ($version)"
+	if ! start_py "$label" "$PYDIR/thread_names.py"; then
+		bad "$label: target did not start"
+		return
+	fi
+	checks "$label" "$TMP/$label" "$PY_OUT"
+	kill -9 "$PY_PID" 2>/dev/null
+	wait "$PY_PID" 2>/dev/null
+}
+
+# checks LABEL PREFIX OUT [ns]: every output of PY_PID against its ready
+# line in OUT; with ns, through dump --json's host/ns tid pairs.
+checks() {
+	local label=$1 f=$2 ns=()
+	head -n 1 "$3" >"$f.ready"
+	[[ ${4:-} == ns ]] && ns=(ns="$f.json")
+	if ! bpfpy dump -p "$PY_PID" --json >"$f.json" 2>"$f.json.err"; then
+		bad "$label: dump --json exited $?: $(head -c 300 "$f.json.err")"
+		return
+	fi
+	"$CHECKPY" "$CHK" json "$f.ready" "$f.json" label="$label" "${ns[@]}"
+	fails=$((fails + $?))
+	if bpfpy dump -p "$PY_PID" >"$f.dump" 2>"$f.dump.err"; then
+		"$CHECKPY" "$CHK" dump "$f.ready" "$f.dump" label="$label" "${ns[@]}"
+		fails=$((fails + $?))
+	else
+		bad "$label: dump exited $?: $(head -c 300 "$f.dump.err")"
+	fi
+	if bpfpy record -q -p "$PY_PID" -d 2 --threads -o "$f.folded" -o "$f.pb.gz" \
+		-o "$f.trace.json" 2>"$f.rec.err"; then
+		"$CHECKPY" "$CHK" chrome "$f.ready" "$f.trace.json" label="$label" "${ns[@]}"
+		fails=$((fails + $?))
+		"$CHECKPY" "$CHK" folded "$f.ready" "$f.folded" label="$label" "${ns[@]}"
+		fails=$((fails + $?))
+		if HOME=$TMP go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1; then
+			"$CHECKPY" "$CHK" pprof "$f.ready" "$f.raw" label="$label" "${ns[@]}"
+			fails=$((fails + $?))
+		else
+			bad "$label: go tool pprof -raw: $(head -c 300 "$f.raw")"
+		fi
+	else
+		bad "$label: record exited $?: $(tail -n 3 "$f.rec.err")"
+	fi
+}
+
+JOBS=${JOBS:-2} each_target one
+
+# In a PID namespace: PY_PID is unshare's child, the interpreter itself.
+for label in pyenv-3.10 pyenv-3.12; do
+	py=$(targets | awk -F'\t' -v l="$label" '$2 == l && $3 == "/" { print $4; exit }')
+	[[ -n $py ]] || continue
+	echo "== ns-$label"
+	out=$(mktemp "$TMP/ns-$label.XXXXXX.out")
+	unshare --pid --fork --mount-proc "$py" "$PYDIR/thread_names.py" >"$out" 2>&1 &
+	upid=$!
+	PIDS+=("$upid")
+	PY_PID=
+	for ((i = 0; i < 600; i++)); do
+		[[ -z $PY_PID ]] && PY_PID=$(pgrep -P "$upid" | head -n 1)
+		[[ -n $PY_PID ]] && (($(head -n 1 "$out" 2>/dev/null | wc -l))) && break
+		kill -0 "$upid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [[ -n $PY_PID ]] && [ /proc/"$PY_PID"/exe -ef "$py" ] && [ -s "$out" ]; then
+		PIDS+=("$PY_PID")
+		checks "ns-$label" "$TMP/ns-$label" "$out" ns
+	else
+		bad "ns-$label: target did not start: $(head -c 300 "$out")"
+	fi
+	kill -9 "$upid" "$PY_PID" 2>/dev/null
+	wait "$upid" 2>/dev/null
+done
+finish

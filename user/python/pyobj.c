@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dicts, ints and instance attributes of a target, read out of process.
+ * See pyobj.h; the layouts are struct py_objlayout (py_offsets.h).
+ */
+#include "pyobj.h"
+
+#include <string.h>
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int read_u64(struct mem_reader *r, uint64_t addr, uint64_t *out)
+{
+	return mem_read(r, out, sizeof(*out), addr);
+}
+
+/* A malformed object: a failure that is no read error. */
+static int malformed(struct mem_reader *r)
+{
+	r->last_errno = 0;
+	return -1;
+}
+
+/* Where a keys object's entries are, how many, and how wide. */
+struct keys_info {
+	uint64_t entries;
+	uint64_t n;
+	unsigned esize, key_off, value_off;
+};
+
+static int keys_info(struct mem_reader *r, const struct py_objlayout *L, uint64_t keys,
+		     struct keys_info *k)
+{
+	uint8_t hdr[64];
+	uint64_t size, n, index_bytes;
+
+	if (!keys || !L->keys_indices || L->keys_indices > sizeof(hdr) ||
+	    L->keys_nentries + 8u > L->keys_indices)
+		return malformed(r);
+	if (mem_read(r, hdr, L->keys_indices, keys))
+		return -1;
+	n = get_u64(hdr + L->keys_nentries);
+	if (L->keys_model == PY_KEYS_SIZE) {
+		if (L->keys_size + 8u > L->keys_indices)
+			return malformed(r);
+		size = get_u64(hdr + L->keys_size);
+		/* A power of two, from PyDict_MINSIZE (8) up: a torn or
+		 * foreign object fails here rather than sizing a read. */
+		if (size < 8 || size > (1ull << 30) || (size & (size - 1)))
+			return malformed(r);
+		index_bytes = size * (size <= 0xff ? 1 : size <= 0xffff ? 2 : 4);
+		k->esize = PY_DICT_ENTRY_SIZE;
+	} else if (L->keys_model == PY_KEYS_LOG2) {
+		unsigned l2, l2ib, kind, want;
+
+		if (L->keys_size >= L->keys_indices || L->keys_index_bytes >= L->keys_indices ||
+		    L->keys_kind >= L->keys_indices)
+			return malformed(r);
+		l2 = hdr[L->keys_size];
+		l2ib = hdr[L->keys_index_bytes];
+		kind = hdr[L->keys_kind];
+		if (l2 < 3 || l2 > 30 || kind > 2)
+			return malformed(r);
+		/* The index width follows from the size (new_keys_object). */
+		want = l2 < 8 ? l2 : l2 < 16 ? l2 + 1 : l2 + 2;
+		if (l2ib != want)
+			return malformed(r);
+		size = 1ull << l2;
+		index_bytes = 1ull << l2ib;
+		k->esize =
+		    kind == PY_DICT_KIND_GENERAL ? PY_DICT_ENTRY_SIZE : PY_DICT_UNICODE_ENTRY_SIZE;
+	} else {
+		return malformed(r);
+	}
+	if (n > size || n > PYDICT_MAX_ENTRIES)
+		return malformed(r);
+	k->entries = keys + L->keys_indices + index_bytes;
+	k->n = n;
+	/* (hash, key, value), or (key, value) without the hash. */
+	k->key_off = k->esize == PY_DICT_ENTRY_SIZE ? 8 : 0;
+	k->value_off = k->key_off + 8;
+	return k->entries < keys ? malformed(r) : 0;
+}
+
+/* The entries of keys; a value comes from the entry, or from values[i]
+ * (split) when values is nonzero. */
+static int scan_entries(struct mem_reader *r, const struct keys_info *k, uint64_t values,
+			size_t nvalues, uint64_t from, pydict_fn fn, void *ctx)
+{
+	uint8_t ebuf[PYDICT_CHUNK * PY_DICT_ENTRY_SIZE];
+	uint64_t vbuf[PYDICT_CHUNK];
+	uint64_t n = k->n;
+
+	if (values && nvalues < n)
+		n = nvalues;
+	for (uint64_t i = from; i < n; i += PYDICT_CHUNK) {
+		size_t m = n - i < PYDICT_CHUNK ? (size_t)(n - i) : PYDICT_CHUNK;
+
+		if (mem_read(r, ebuf, m * k->esize, k->entries + i * k->esize))
+			return -1;
+		if (values && mem_read(r, vbuf, m * 8, values + i * 8))
+			return -1;
+		for (size_t j = 0; j < m; j++) {
+			uint64_t key = get_u64(ebuf + j * k->esize + k->key_off);
+			uint64_t val =
+			    values ? vbuf[j] : get_u64(ebuf + j * k->esize + k->value_off);
+			int rc;
+
+			/* A deleted entry (NULL key or value), or a split
+			 * slot this object never set. */
+			if (!key || !val)
+				continue;
+			rc = fn(ctx, key, val);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int pydict_scan_split(struct mem_reader *r, const struct py_objlayout *L, uint64_t keys,
+		      uint64_t values, size_t nvalues, pydict_fn fn, void *ctx)
+{
+	struct keys_info k;
+
+	if (!values || keys_info(r, L, keys, &k))
+		return values ? -1 : malformed(r);
+	return scan_entries(r, &k, values, nvalues, 0, fn, ctx);
+}
+
+/* 3.13+: a values array's header gives its capacity and whether it is
+ * still in use; before, the keys' count bounds it. */
+static int values_of(struct mem_reader *r, const struct py_objlayout *L, uint64_t values,
+		     int need_valid, uint64_t *items, size_t *nvalues)
+{
+	uint8_t h[8];
+
+	*items = values + L->values_items;
+	*nvalues = PYDICT_MAX_ENTRIES;
+	if (!L->values_header)
+		return 0;
+	if (mem_read(r, h, sizeof(h), values))
+		return -1;
+	if (need_valid && !h[L->values_valid])
+		return malformed(r);
+	*nvalues = h[L->values_capacity];
+	return 0;
+}
+
+int pydict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict, pydict_fn fn,
+		void *ctx)
+{
+	struct pydict_pos pos = {0};
+
+	return pydict_scan_new(r, L, dict, &pos, fn, ctx);
+}
+
+int pydict_scan_new(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict,
+		    struct pydict_pos *pos, pydict_fn fn, void *ctx)
+{
+	uint64_t from;
+	int rc;
+
+	uint8_t hdr[64];
+	uint64_t keys, values, items;
+	size_t need = 0, nvalues;
+	struct keys_info k;
+
+	if (L->dict_keys + 8u > need)
+		need = L->dict_keys + 8u;
+	if (L->dict_values + 8u > need)
+		need = L->dict_values + 8u;
+	if (!dict || need > sizeof(hdr))
+		return malformed(r);
+	if (mem_read(r, hdr, need, dict))
+		return -1;
+	keys = get_u64(hdr + L->dict_keys);
+	values = get_u64(hdr + L->dict_values);
+	if (keys_info(r, L, keys, &k))
+		return -1;
+	/* Entries are appended until the table is rebuilt, and a rebuilt one
+	 * has new keys: same keys, only the entries past pos->next are new.
+	 * A split table's values may change in place: always read in full. */
+	pos->full = values || keys != pos->keys || k.n < pos->next;
+	from = pos->full ? 0 : pos->next;
+	if (!values)
+		rc = scan_entries(r, &k, 0, 0, from, fn, ctx);
+	else if (values_of(r, L, values, 0, &items, &nvalues))
+		return -1;
+	else
+		rc = scan_entries(r, &k, items, nvalues, 0, fn, ctx);
+	if (rc == 0) {
+		pos->keys = keys;
+		pos->next = k.n;
+	}
+	return rc;
+}
+
+int pystr_equals(struct mem_reader *r, const struct py_offsets *o, uint64_t addr, const char *s)
+{
+	uint8_t buf[256];
+	size_t n = strlen(s), need = (size_t)o->ascii_data_off + n;
+	uint32_t state;
+	uint64_t len;
+
+	if (n > 64 || need > sizeof(buf) || o->unicode_state + 4u > o->ascii_data_off ||
+	    o->unicode_length + 8u > o->ascii_data_off || !addr)
+		return 0;
+	/* An unreadable tail means a shorter object: not equal either. */
+	if (mem_read(r, buf, need, addr))
+		return 0;
+	memcpy(&state, buf + o->unicode_state, sizeof(state));
+	len = get_u64(buf + o->unicode_length);
+	return (state & PY_STR_ASCII_MASK) == PY_STR_ASCII_VALUE && len == n &&
+	       !memcmp(buf + o->ascii_data_off, s, n);
+}
+
+struct lookup {
+	struct mem_reader *r;
+	const struct py_offsets *o;
+	const char *const *names;
+	uint64_t *vals;
+	size_t n, found;
+	struct pyobj_memo *memo; /* or NULL */
+};
+
+/* Which of the names still wanted is key? One read for all of them (the
+ * header and the longest name's length); where that read fails (a short
+ * str at the end of a mapping), one per name. -1 if none. */
+static int key_match(struct lookup *l, uint64_t key)
+{
+	uint8_t buf[256];
+	size_t maxn = 0, need;
+	uint32_t state;
+	uint64_t len;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->vals[i] && strlen(l->names[i]) > maxn)
+			maxn = strlen(l->names[i]);
+	need = (size_t)l->o->ascii_data_off + maxn;
+	if (maxn > 64 || need > sizeof(buf) || l->o->unicode_state + 4u > l->o->ascii_data_off ||
+	    l->o->unicode_length + 8u > l->o->ascii_data_off || !key)
+		return -1;
+	if (mem_read(l->r, buf, need, key)) {
+		for (size_t i = 0; i < l->n; i++)
+			if (!l->vals[i] && pystr_equals(l->r, l->o, key, l->names[i]))
+				return (int)i;
+		return -1;
+	}
+	memcpy(&state, buf + l->o->unicode_state, sizeof(state));
+	len = get_u64(buf + l->o->unicode_length);
+	if ((state & PY_STR_ASCII_MASK) != PY_STR_ASCII_VALUE)
+		return -1;
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->vals[i] && len == strlen(l->names[i]) &&
+		    !memcmp(buf + l->o->ascii_data_off, l->names[i], len))
+			return (int)i;
+	return -1;
+}
+
+/* key_match through the memo: a key seen before costs no read. */
+static int key_match_memo(struct lookup *l, uint64_t key)
+{
+	struct pyobj_memo *m = l->memo;
+	int i;
+
+	for (unsigned k = 0; m && k < m->nkeys; k++)
+		if (m->keys[k].key == key)
+			return m->keys[k].idx >= 0 && !l->vals[m->keys[k].idx] ? m->keys[k].idx
+									       : -1;
+	i = key_match(l, key);
+	/* A miss against the names still wanted is a miss against all: the
+	 * ones found are other keys of this dict, and keys are unique. */
+	if (m && m->nkeys < PYOBJ_MEMO_KEYS)
+		m->keys[m->nkeys++] = (struct pyobj_memo_key){key, i};
+	return i;
+}
+
+static int lookup_one(void *ctx, uint64_t key, uint64_t value)
+{
+	struct lookup *l = ctx;
+	int i = key_match_memo(l, key);
+
+	if (i >= 0) {
+		l->vals[i] = value;
+		l->found++;
+	}
+	return l->found == l->n;
+}
+
+static void lookup_init(struct lookup *l, struct mem_reader *r, const struct py_offsets *o,
+			const char *const *names, uint64_t *vals, size_t n)
+{
+	*l = (struct lookup){.r = r, .o = o, .names = names, .vals = vals, .n = n};
+	memset(vals, 0, n * sizeof(*vals));
+}
+
+int pydict_get(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
+	       uint64_t dict, const char *const *names, uint64_t *vals, size_t n)
+{
+	struct lookup l;
+
+	lookup_init(&l, r, o, names, vals, n);
+	if (pydict_scan(r, L, dict, lookup_one, &l) < 0)
+		return -1;
+	return (int)l.found;
+}
+
+/* The part of a type that says where its instances keep attributes. */
+struct type_info {
+	uint64_t flags, cached_keys;
+	int64_t basicsize, dictoffset;
+};
+
+static int type_info(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
+		     struct pyobj_memo *memo, uint64_t obj, struct type_info *t)
+{
+	uint64_t type, v[4];
+
+	if (read_u64(r, obj + o->ob_type, &type) || !type)
+		return -1;
+	if (memo && memo->type == type) {
+		memcpy(v, memo->type_words, sizeof(v));
+	} else if (read_u64(r, type + L->type_flags, &v[0]) ||
+		   read_u64(r, type + L->type_cached_keys, &v[1]) ||
+		   read_u64(r, type + L->type_basicsize, &v[2]) ||
+		   read_u64(r, type + L->type_dictoffset, &v[3])) {
+		return -1;
+	} else if (memo) {
+		memo->type = type;
+		memcpy(memo->type_words, v, sizeof(v));
+	}
+	t->flags = v[0];
+	t->cached_keys = v[1];
+	t->basicsize = (int64_t)v[2];
+	t->dictoffset = (int64_t)v[3];
+	return 0;
+}
+
+int pyobj_attrs(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
+		struct pyobj_memo *memo, uint64_t obj, const char *const *names, uint64_t *vals,
+		size_t n)
+{
+	struct type_info t;
+	struct lookup l;
+	uint64_t dict = 0, values = 0, items, w;
+	size_t nvalues;
+	int managed, rc;
+
+	lookup_init(&l, r, o, names, vals, n);
+	l.memo = memo;
+	if (!obj || L->attrs_model == PY_ATTRS_NONE || type_info(r, o, L, memo, obj, &t))
+		return -1;
+	managed = L->flag_managed_dict && (t.flags & L->flag_managed_dict);
+	/* Pre-header words sit below the object: an address that low is no
+	 * object of ours. */
+	if (managed && obj < 64)
+		return malformed(r);
+	if (!managed) {
+		/* A dict at a positive tp_dictoffset (negative ones count from
+		 * the end of a variable-size object: not a Thread's case). */
+		if (t.dictoffset <= 0 || t.dictoffset > (1 << 16))
+			return malformed(r);
+		if (read_u64(r, obj + (uint64_t)t.dictoffset, &dict))
+			return -1;
+	} else if (L->attrs_model == PY_ATTRS_VALUES_PTR) {
+		if (read_u64(r, obj + (uint64_t)(int64_t)L->managed_values, &values) ||
+		    (!values && read_u64(r, obj + (uint64_t)(int64_t)L->managed_dict, &dict)))
+			return -1;
+	} else if (L->attrs_model == PY_ATTRS_DORV) {
+		if (read_u64(r, obj + (uint64_t)(int64_t)L->managed_dict, &w))
+			return -1;
+		if (w & 1)
+			values = w + 1;
+		else
+			dict = w;
+	} else if (L->attrs_model == PY_ATTRS_INLINE) {
+		if (read_u64(r, obj + (uint64_t)(int64_t)L->managed_dict, &dict))
+			return -1;
+		if (!dict && L->flag_inline_values && (t.flags & L->flag_inline_values)) {
+			if (t.basicsize < 16 || t.basicsize > (1 << 16))
+				return malformed(r);
+			values = obj + (uint64_t)t.basicsize;
+		}
+	}
+	if (values) {
+		if (values_of(r, L, values, L->attrs_model == PY_ATTRS_INLINE, &items, &nvalues))
+			return -1;
+		rc = pydict_scan_split(r, L, t.cached_keys, items, nvalues, lookup_one, &l);
+	} else if (dict) {
+		rc = pydict_scan(r, L, dict, lookup_one, &l);
+	} else {
+		return 0; /* no attribute set yet */
+	}
+	return rc < 0 ? -1 : (int)l.found;
+}
+
+int pylong_read_u64(struct mem_reader *r, const struct py_objlayout *L, uint64_t addr,
+		    uint64_t *out)
+{
+	uint32_t digits[3];
+	uint64_t tag, nd, v = 0;
+
+	if (!addr || read_u64(r, addr + L->long_size, &tag))
+		return -1;
+	if (L->long_tagged) {
+		/* lv_tag: ndigits << 3 | sign, sign 0 positive, 1 zero, 2 negative. */
+		if ((tag & 3) == 1) {
+			*out = 0;
+			return 0;
+		}
+		if ((tag & 3) != 0)
+			return malformed(r);
+		nd = tag >> 3;
+	} else {
+		if ((int64_t)tag < 0)
+			return malformed(r);
+		nd = tag;
+	}
+	/* 30-bit digits: three hold 90 bits, and anything past 64 is refused. */
+	if (nd > 3)
+		return malformed(r);
+	if (nd && mem_read(r, digits, nd * 4, addr + L->long_digits))
+		return -1;
+	for (uint64_t i = nd; i-- > 0;) {
+		if (digits[i] >> 30 || (i == 2 && digits[i] >> 4))
+			return malformed(r);
+		v = v << 30 | digits[i];
+	}
+	*out = v;
+	return 0;
+}
