@@ -16,7 +16,8 @@
 #   - record --threads -d 2: each busy thread's prefix pid:N;tid:N (NAME)
 #     carries its threading name (the hostile one escaped, ';' folded);
 #   - go tool pprof -raw of the same recording: thread_name labels;
-#   - its Chrome trace (record -f chrome): thread_name metadata.
+#   - its Chrome trace (record -f chrome): thread_name metadata;
+#   - and on pyenv-3.12, trace -f chrome's thread_name metadata.
 # Then the same on 3.10 and 3.12 in a PID namespace of their own (unshare
 # --pid --fork --mount-proc): _native_id is the target's tid there, and
 # must be turned into the host's (dump --json's ns_tid/tid pairs check it).
@@ -76,6 +77,27 @@ checks() {
 }
 
 JOBS=${JOBS:-2} each_target one
+
+# trace's Chrome output names threads as record's does: a uprobe every
+# worker hits (PyObject_GetIter, once per turn of its range loop) on the
+# shared libpython of pyenv 3.12.
+if targets | awk -F'\t' '$2 == "pyenv-3.12" { f = 1 } END { exit !f }'; then
+	echo "== trace on pyenv-3.12"
+	if start_py pyenv-3.12 "$PYDIR/thread_names.py"; then
+		head -n 1 "$PY_OUT" >"$TMP/tr.ready"
+		if bpfpy trace -q -p "$PY_PID" -d 2 --threshold 0 --uprobe libpython3.12:PyObject_GetIter \
+			-f chrome -o "$TMP/tr.json" 2>"$TMP/tr.err"; then
+			"$CHECKPY" "$CHK" chrome "$TMP/tr.ready" "$TMP/tr.json" label="trace pyenv-3.12"
+			fails=$((fails + $?))
+		else
+			bad "trace pyenv-3.12 exited $?: $(tail -n 3 "$TMP/tr.err")"
+		fi
+		kill -9 "$PY_PID" 2>/dev/null
+		wait "$PY_PID" 2>/dev/null
+	else
+		bad "trace pyenv-3.12: target did not start"
+	fi
+fi
 
 # In a PID namespace: PY_PID is unshare's child, the interpreter itself.
 for label in pyenv-3.10 pyenv-3.12; do

@@ -156,6 +156,23 @@ void chrome_put_meta(FILE *f, const char *what, uint32_t pid, uint32_t tid, cons
 	fputs("}}", f);
 }
 
+void chrome_put_thread_meta(FILE *f, uint32_t pid, uint32_t tid, const char *tname)
+{
+	char name[192];
+
+	if (tname && *tname) {
+		size_t n = strlen(tname);
+
+		/* Longer ones (none read so) are cut at a character. */
+		for (n = n > 150 ? 150 : n; n && (tname[n] & 0xc0) == 0x80;)
+			n--;
+		snprintf(name, sizeof(name), "%.*s (tid %u)", (int)n, tname, tid);
+	} else {
+		snprintf(name, sizeof(name), "tid %u", tid);
+	}
+	chrome_put_meta(f, "thread_name", pid, tid, name);
+}
+
 static void put_us(FILE *f, uint64_t ns)
 {
 	fprintf(f, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
@@ -202,18 +219,8 @@ int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts
 			first = 0;
 		}
 		/* The thread's name where record read it (threading's, or comm). */
-		if (th->name && *th->name) {
-			size_t n = strlen(th->name);
-
-			/* Longer ones (none read so) are cut at a character. */
-			for (n = n > 150 ? 150 : n; n && (th->name[n] & 0xc0) == 0x80;)
-				n--;
-			snprintf(name, sizeof(name), "%.*s (tid %u)", (int)n, th->name, th->tid);
-		} else {
-			snprintf(name, sizeof(name), "tid %u", th->tid);
-		}
 		fputs(first ? "" : ",\n", f);
-		chrome_put_meta(f, "thread_name", th->pid, th->tid, name);
+		chrome_put_thread_meta(f, th->pid, th->tid, th->name);
 		first = 0;
 	}
 	for (uint32_t t = 0; t < p->nthreads; t++) {

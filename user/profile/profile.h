@@ -285,13 +285,16 @@ int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts
  * Chrome output: chrome_frames_add interns a stack given root first and
  * returns the id of its leaf (-1 on ENOMEM or n = 0); chrome_frames_write
  * writes '"stackFrames":{...}' (-1 if an add failed); chrome_put_meta writes
- * one metadata event (what: "process_name" or "thread_name"). */
+ * one metadata event (what: "process_name" or "thread_name");
+ * chrome_put_thread_meta the thread_name event of a thread, "NAME (tid N)"
+ * (NAME cut at 150 bytes, on a character) or "tid N" when tname is NULL. */
 struct chrome_frames;
 struct chrome_frames *chrome_frames_new(void);
 int64_t chrome_frames_add(struct chrome_frames *cf, const char *const *names, uint32_t n);
 int chrome_frames_write(FILE *f, const struct chrome_frames *cf);
 void chrome_frames_free(struct chrome_frames *cf);
 void chrome_put_meta(FILE *f, const char *what, uint32_t pid, uint32_t tid, const char *name);
+void chrome_put_thread_meta(FILE *f, uint32_t pid, uint32_t tid, const char *tname);
 /* The raw format is a stream, one line per sample (grammar in out_raw.c).
  * raw_write_profile() replays the samples kept in time order, and fails if
  * any were aggregated past the bound: streams longer than that must be

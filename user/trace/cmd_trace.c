@@ -28,6 +28,7 @@
 #include "commands.h"
 #include "diag.h"
 #include "profile.h"
+#include "py_threads.h"
 #include "signals.h"
 #include "py_process.h"
 #include "proc.h"
@@ -256,6 +257,8 @@ struct tctx {
 	struct sym_frame *frames;
 	struct sym_frame *pframes; /* the probe, then frames: one profile sample */
 	struct profile *prof;	   /* every hit, for the profile formats */
+	struct py_tnames tnames;   /* threading names of the target */
+	uint32_t named;		   /* of the profile's threads, how many were named */
 	char *buf;		   /* folded stack being built */
 	size_t buflen;
 	/* --native: the tables the tracer unwinds with, naming, splicing */
@@ -293,6 +296,23 @@ static uint32_t decode_arg(struct tctx *c, const struct trace_probe *tp, int i, 
 	if (trace_read_cstr(c->proc, v, s, sizeof(s)) < 0)
 		snprintf(s, sizeof(s), "<unreadable 0x%llx>", (unsigned long long)v);
 	return strtab_intern(&c->td->strs, s);
+}
+
+/* Threads the profile met for the first time get their names while they
+ * live (the target may be gone when the output is written): the threading
+ * name where it is read, else the OS name, as record gives them. Counted by
+ * the profile's thread table, so a hit of a known thread pays nothing. */
+static void name_new_threads(struct tctx *c)
+{
+	for (; c->named < c->prof->nthreads; c->named++) {
+		const struct prof_thread *th = &c->prof->threads[c->named];
+		const char *pyname = py_tnames_lookup(c->proc, &c->tnames, th->tid);
+		char name[64];
+
+		if (!pyname && proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name)))
+			continue;
+		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
+	}
 }
 
 static int on_record(void *arg, void *data, size_t size)
@@ -363,6 +383,7 @@ static int on_record(void *arg, void *data, size_t size)
 		memcpy(c->pframes + 1, st, nst * sizeof(*st));
 		if (!profile_add(c->prof, &ps) && e.loc != TRACE_NONE)
 			td->locs[e.loc].last_fold = c->prof->last_stack;
+		name_new_threads(c);
 	}
 	if (e.loc != TRACE_NONE && c->ns && npy) {
 		/* The native frames above the location's Python frame. */
@@ -538,7 +559,7 @@ static int write_output(struct trace_opts *o, struct trace_data *td, struct prof
 	int err;
 
 	if (!strcmp(fmt, "chrome")) {
-		err = trace_write_chrome(f, td, d);
+		err = trace_write_chrome(f, td, prof, d);
 		n = td->nev;
 	} else if (o->pformat) {
 		/* Hits only counted in the kernel have no stack of their own;
@@ -772,6 +793,7 @@ out:
 	free(c.frames);
 	free(c.pframes);
 	profile_free(c.prof);
+	py_tnames_free(&c.tnames);
 	free(c.buf);
 	native_tables_free(c.nt);
 	native_syms_free(c.ns);

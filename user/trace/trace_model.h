@@ -126,6 +126,8 @@ void trace_data_free(struct trace_data *td);
 
 /* Writers; 0 or -1 with d set. */
 int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d);
-int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d);
+/* names: the threads' names (profile_thread_name), or NULL for "tid N". */
+struct profile;
+int trace_write_chrome(FILE *f, struct trace_data *td, const struct profile *names, struct diag *d);
 
 #endif /* TRACE_MODEL_H */

@@ -253,7 +253,7 @@ static void pair_name(const struct trace_data *td, const struct trace_event *e, 
 		snprintf(buf, len, "%s", tp->label);
 }
 
-int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
+int trace_write_chrome(FILE *f, struct trace_data *td, const struct profile *names, struct diag *d)
 {
 	uint32_t *ix = malloc((td->nev + 1) * sizeof(*ix));
 	struct chrome_tid *tids = NULL;
@@ -323,9 +323,11 @@ int trace_write_chrome(FILE *f, struct trace_data *td, struct diag *d)
 	}
 	/* A name for every thread that has events. */
 	for (size_t i = 0; i < ntids; i++) {
-		snprintf(name, sizeof(name), "tid %u", tids[i].tid);
+		const char *tn =
+		    names ? profile_thread_name(names, tids[i].pid, tids[i].tid) : NULL;
+
 		fputs(",\n", f);
-		chrome_put_meta(f, "thread_name", tids[i].pid, tids[i].tid, name);
+		chrome_put_thread_meta(f, tids[i].pid, tids[i].tid, tn);
 	}
 	fputs("\n],", f);
 	rc = chrome_frames_write(f, cf);

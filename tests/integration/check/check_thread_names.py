@@ -149,15 +149,20 @@ def check_folded(r, text, names, hostile, workers):
             churn_tids[int(m.group(1))] = m.group(2)
     # "?": a thread gone before its first sample was read (under load the
     # ring buffer lags): nothing of it, not even its OS name, was left to
-    # read. Any other name than its threading one is a failure.
+    # read. Its OS name ("os-churn", or on 3.14+ the 15-byte cut): a thread
+    # whose samples were read after it had left threading._active but
+    # before the kernel dropped it, so only its OS name was left; at most a
+    # fifth of them, or the reader is the fault. Any other name fails.
     good = [t for t, n in churn_tids.items() if n.startswith("churn-python-name-")]
-    gone = [t for t, n in churn_tids.items() if n == "?"]
-    if good and len(good) + len(gone) == len(churn_tids):
-        r.ok("%d threads born while recording carry their threading names (%d gone unread)" % (
+    gone = [t for t, n in churn_tids.items()
+            if n == "?" or n == "os-churn" or (len(n.encode()) <= 15 and "churn-python-name-".startswith(n))]
+    if good and len(good) + len(gone) == len(churn_tids) and len(gone) * 5 <= len(churn_tids):
+        r.ok("%d threads born while recording carry their threading names (%d gone before read)" % (
             len(good), len(gone)))
     else:
-        r.bad("threads born while recording: %d of %d named churn-python-name-N: %r" % (
-            len(good), len(churn_tids), sorted(set(churn_tids.values()))[:5]))
+        r.bad("threads born while recording: %d of %d named churn-python-name-N; the others: %r" % (
+            len(good), len(churn_tids),
+            sorted((t, n) for t, n in churn_tids.items() if t not in good and t not in gone)[:5]))
     for n in workers:
         tid = names[n]
         if tid not in seen:
