@@ -16,9 +16,11 @@
 
 #include "raw_read.h"
 
-static int count(void *ctx, const struct sym_sample *s)
+static int count(void *ctx, const struct sym_sample *s, uint64_t weight_ns, uint32_t reason)
 {
 	(void)s;
+	(void)weight_ns;
+	(void)reason;
 	++*(uint64_t *)ctx;
 	return 0;
 }
@@ -35,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = 0, blen = 0;
 
 	if (f) {
-		raw_read(f, "fuzz", count, &n, &got, &d);
+		raw_read(f, "fuzz", count, NULL, &n, &got, &d);
 		fclose(f);
 	}
 	/* The first line alone, in a block of its exact size. */

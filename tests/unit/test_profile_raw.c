@@ -247,6 +247,20 @@ static void test_time_order_and_raw(void **state)
 	fclose(fr);
 	fclose(frr);
 	assert_string_equal(replay, replay_ref);
+	/* raw_write_profile() writes version 2: its samples are the stream's. */
+	{
+		char *w = replay;
+
+		for (char *r = replay, *e; *r; r = e) {
+			e = strchr(r, '\n');
+			e = e ? e + 1 : r + strlen(r);
+			if (*r != '#') {
+				memmove(w, r, (size_t)(e - r));
+				w += e - r;
+			}
+		}
+		*w = 0;
+	}
 	assert_string_equal(replay, want);
 	raw_stream_free(&rs);
 	free(want);
