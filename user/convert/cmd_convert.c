@@ -126,9 +126,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 struct conv_ctx {
 	const struct convert_opts *o;
 	const struct profile_format *format;
-	struct profile *prof;	/* made at the header, or the first sample */
-	struct raw_stream raw;	/* raw to raw: streamed, as record streams it */
+	struct profile *prof;  /* made at the header, or the first sample */
+	struct raw_stream raw; /* raw to raw: streamed, as record streams it */
 	int wall, oom, header;
+	char *source_root; /* the file's #source_root */
 };
 
 /* The profile as record made it: a version 2 header says how (the rate,
@@ -166,6 +167,12 @@ static int on_meta(void *arg, const struct raw_meta *m)
 	}
 	if (!c->prof && make_profile(c, NULL))
 		return -1;
+	if (m->kind == RAW_META_SOURCE_ROOT) { /* --source-root, when given, wins */
+		free(c->source_root);
+		c->source_root = strdup(m->name);
+		c->oom = !c->source_root;
+		return c->oom ? -1 : 0;
+	}
 	errno = 0;
 	if (m->kind == RAW_META_COMM)
 		profile_set_comm(c->prof, m->pid, m->name);
@@ -293,7 +300,8 @@ int cmd_convert(int argc, char **argv)
 	 * they are read. */
 	if (!o.clock && !c.header && c.wall)
 		snprintf(c.prof->clock, sizeof(c.prof->clock), "wall");
-	if (c.raw.f && raw_stream_end(&c.raw, c.prof)) {
+	po.source_root = o.source_root ? o.source_root : c.source_root;
+	if (c.raw.f && raw_stream_end(&c.raw, c.prof, po.source_root)) {
 		diag_errno(&d, errno ? errno : EIO, "writing raw samples");
 		ret = diag_report(&d);
 		goto out;
@@ -301,7 +309,6 @@ int cmd_convert(int argc, char **argv)
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
-	po.source_root = o.source_root;
 	if (!c.raw.f && profile_format_write(format, out, c.prof, &po, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -323,5 +330,6 @@ out:
 	fclose(in);
 	profile_free(c.prof);
 	raw_stream_free(&c.raw);
+	free(c.source_root);
 	return ret;
 }

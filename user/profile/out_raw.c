@@ -39,6 +39,8 @@
  *                    (0: none); a frame no #def named: its text's kind, 0s
  *           | "#comm" SP pid SP name LF              -- trailer: process names
  *           | "#thread" SP pid SP tid SP name LF     -- trailer: thread names
+ *           | "#source_root" SP name LF     -- trailer: record's --source-root
+ *                                              (or its default), for pprof
  *   sdecimal := ["-"] decimal;  name := escaped (text_escape), may be empty
  *
  * Numbers are canonical decimals (no sign but sdecimal's, no leading zero).
@@ -253,7 +255,7 @@ int raw_stream_begin(struct raw_stream *rs, const struct profile *p)
 	return ferror(rs->f) ? -1 : 0;
 }
 
-int raw_stream_end(struct raw_stream *rs, const struct profile *p)
+int raw_stream_end(struct raw_stream *rs, const struct profile *p, const char *source_root)
 {
 	if (!rs->meta)
 		return 0;
@@ -267,6 +269,11 @@ int raw_stream_end(struct raw_stream *rs, const struct profile *p)
 			continue;
 		fprintf(rs->f, "#thread %u %u ", p->threads[i].pid, p->threads[i].tid);
 		put_name(rs->f, p->threads[i].name);
+		putc('\n', rs->f);
+	}
+	if (source_root && *source_root) {
+		fputs("#source_root ", rs->f);
+		put_name(rs->f, source_root);
 		putc('\n', rs->f);
 	}
 	return ferror(rs->f) ? -1 : 0;
@@ -421,7 +428,7 @@ int raw_write_profile(FILE *f, const struct profile *p, struct diag *d)
 				   w ? st->offcpu_reason : 0);
 	}
 	if (!rc)
-		rc = raw_stream_end(&rs, p);
+		rc = raw_stream_end(&rs, p, NULL);
 	raw_stream_free(&rs);
 	free(refs);
 	if (rc || ferror(f))

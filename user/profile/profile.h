@@ -321,8 +321,9 @@ void raw_defs_free(struct raw_defs *m);
  * "#w", "#def" and "#lib" lines ahead of the samples that need them);
  * raw_stream_write() writes a sample from its own frames, as
  * raw_write_sample() does, with its weight (profile_add_weighted()'s
- * weight_ns and offcpu_reason: 0, 0 for none); raw_stream_end() the trailer (p's process and
- * thread names), once they are final. Each returns 0, or -1 (ENOMEM or a
+ * weight_ns and offcpu_reason: 0, 0 for none); raw_stream_end() the trailer
+ * (p's process and thread names, once they are final, and the source root
+ * pprof was given: profile_out_opts.source_root, NULL for none). Each returns 0, or -1 (ENOMEM or a
  * write error). */
 struct raw_stream {
 	FILE *f;
@@ -331,19 +332,19 @@ struct raw_stream {
 	uint32_t cap;
 	char *line; /* one sample's frames, written at once */
 	size_t line_cap;
-	int meta;		    /* version 2: raw_stream_begin() was called */
-	struct raw_defs *defs;	    /* what the #def lines told so far */
-	struct raw_def **told;	    /* by frame id: its text's entry in defs */
-	const void **libs;	    /* the #lib lines written: id - 1 -> key */
+	int meta;	       /* version 2: raw_stream_begin() was called */
+	struct raw_defs *defs; /* what the #def lines told so far */
+	struct raw_def **told; /* by frame id: its text's entry in defs */
+	const void **libs;     /* the #lib lines written: id - 1 -> key */
 	uint32_t nlibs, cap_libs;
-	uint32_t *off;		    /* raw_stream_write: where each frame's text starts */
+	uint32_t *off; /* raw_stream_write: where each frame's text starts */
 };
 int raw_stream_begin(struct raw_stream *rs, const struct profile *p);
 int raw_stream_sample(struct raw_stream *rs, const struct profile *p, uint32_t stack,
 		      const struct sym_sample *s);
 int raw_stream_write(struct raw_stream *rs, const struct sym_sample *s, uint64_t weight_ns,
 		     uint32_t offcpu_reason);
-int raw_stream_end(struct raw_stream *rs, const struct profile *p);
+int raw_stream_end(struct raw_stream *rs, const struct profile *p, const char *source_root);
 void raw_stream_free(struct raw_stream *rs);
 
 /*

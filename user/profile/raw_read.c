@@ -15,7 +15,7 @@ struct raw_rd {
 	struct native_lib *libs; /* the #lib lines, id - 1 */
 	char **lib_strs;	 /* their path and build id, two per lib */
 	uint32_t nlibs;
-	uint32_t ndefs; /* #def lines read */
+	uint32_t ndefs;	    /* #def lines read */
 	uint64_t weight_ns; /* a #w line waiting for its sample */
 	uint32_t reason;
 	int have_w;
@@ -37,7 +37,7 @@ static char *field_term(char *p, uint64_t max, uint64_t *out, char term)
 	for (; *p >= '0' && *p <= '9'; p++) {
 		unsigned dgt = (unsigned)(*p - '0');
 
-		if (v > (max - dgt) / 10)
+		if (dgt > max || v > (max - dgt) / 10)
 			return NULL;
 		v = v * 10 + dgt;
 	}
@@ -227,8 +227,7 @@ static int parse_header(char *p, struct raw_meta *m, const char **why)
 	if (strncmp(p, "weighted=", 9) || !(p = field_u(p + 9, 1, &w)))
 		return *why = "header weighted (0 or 1)", -1;
 	m->weighted = (int)w;
-	if (strncmp(p, "realtime_off=", 13) ||
-	    !field_s(p + 13, INT64_MAX, &m->realtime_off, 0))
+	if (strncmp(p, "realtime_off=", 13) || !field_s(p + 13, INT64_MAX, &m->realtime_off, 0))
 		return *why = "header realtime_off", -1;
 	return 0;
 }
@@ -325,8 +324,7 @@ static int parse_def(struct raw_rd *rd, char *p, const char **why, int *oom)
 }
 
 /* A '#' line but the header: 0 done, 1 a name for meta (m set), -1 bad. */
-static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const char **why,
-		      int *oom)
+static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const char **why, int *oom)
 {
 	size_t k = strcspn(line + 1, " ");
 	char *p = line + 1 + k + (line[1 + k] == ' ');
@@ -360,6 +358,8 @@ static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const c
 		if (!(p = field_u(p, UINT32_MAX, &v)))
 			return *why = "#thread tid", -1;
 		m->tid = (uint32_t)v;
+	} else if (k == 11 && !strncmp(line + 1, "source_root", 11)) {
+		m->kind = RAW_META_SOURCE_ROOT;
 	} else if (k == 5 && !strncmp(line + 1, "bpfpy", 5)) {
 		return *why = "header (not on line 1)", -1;
 	} else {

@@ -30,9 +30,10 @@ typedef int (*raw_sample_fn)(void *ctx, const struct sym_sample *s, uint64_t wei
 
 /* A version 2 line that is not about one sample (grammar in out_raw.c). */
 enum raw_meta_kind {
-	RAW_META_HEADER, /* line 1: clock, period_ns, weighted, realtime_off */
-	RAW_META_COMM,	 /* pid, name */
-	RAW_META_THREAD, /* pid, tid, name */
+	RAW_META_HEADER,      /* line 1: clock, period_ns, weighted, realtime_off */
+	RAW_META_COMM,	      /* pid, name */
+	RAW_META_THREAD,      /* pid, tid, name */
+	RAW_META_SOURCE_ROOT, /* name: the --source-root record gave pprof */
 };
 struct raw_meta {
 	enum raw_meta_kind kind;

@@ -879,7 +879,7 @@ int cmd_record(int argc, char **argv)
 			profile_set_thread_name(c.prof, th->pid, th->tid, name);
 	}
 	/* Raw's trailer: the names, now final, that the other formats print. */
-	if (ret == EXIT_OK && c.raw.f && raw_stream_end(&c.raw, c.prof)) {
+	if (ret == EXIT_OK && c.raw.f && raw_stream_end(&c.raw, c.prof, po.source_root)) {
 		diag_errno(&d, errno ? errno : EIO, "writing raw samples");
 		ret = diag_report(&d);
 	}
