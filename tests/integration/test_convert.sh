@@ -9,6 +9,8 @@
 #     --clock wall (weighted: ns per record, "#w" lines), each for 1.5 s of
 #     -p offcpu_four.py (five threads: sleeping, lock, pipe, CPU): the same
 #     six formats;
+#   - py/hostile_names.py (3.11+): a qualname, file and comm with controls,
+#     ';' and " (" that the stack text cleans: "#exact" lines, the same six;
 #   - the same raw file without its '#' lines (version 1, as bpfpy wrote it
 #     before): still read, collapsed and svg byte for byte record's (they use
 #     nothing raw 1 lacks);
@@ -94,6 +96,28 @@ convert_one() { # run by each_target
 		fi
 		compare "$label" "$tag" "${agg[@]}"
 	done
+
+	# Names raw's stack text cannot hold (controls, ';', " (" in a qualname,
+	# an escape in the comm): "#exact" lines, and still byte for byte.
+	# co_qualname is 3.11+.
+	local minor=${version#3.} dir pid
+	minor=${minor%%.*}
+	((minor >= 11)) || finish
+	dir=$(mktemp -d "${root%/}/tmp/bpfpy-convert.XXXXXX")
+	"$PYRUN" "$label" "$PYDIR/hostile_names.py" "${dir#"${root%/}"}/ready" >"$TMP/$label.hn.out" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	for ((i = 0; i < 300; i++)); do [ -s "$dir/ready" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	rm -rf "$dir"
+	mapfile -t o < <(outs "$label" hostile)
+	if timeout 60 "$BPFPY" record -p "$pid" -d 1 "${o[@]}" 2>"$TMP/$label.hostile.err"; then
+		n=$(grep -c '^#exact [1-9]' "$TMP/$label.hostile.raw")
+		((n > 0)) && ok "$label hostile: $n #exact lines for names the stack text cleans" ||
+			bad "$label hostile: no #exact line: $(grep -v '^#' "$TMP/$label.hostile.raw" | head -c 200)"
+		compare "$label" hostile
+	else
+		bad "$label hostile: record failed: $(tail -n 2 "$TMP/$label.hostile.err") $(cat "$TMP/$label.hn.out")"
+	fi
 	finish
 }
 each_target convert_one

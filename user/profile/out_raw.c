@@ -37,6 +37,12 @@
  *                 -- from here on, frames whose text is frame are of this
  *                    kind (enum frame_kind), first line, address and #lib
  *                    (0: none); a frame no #def named: its text's kind, 0s
+ *           | "#exact" SP nlen SP flen SP name SP file SP frame LF
+ *           | "#exact" SP "-" SP frame LF
+ *                 -- from here on, frames whose text is frame have this name
+ *                    and file (escaped, nlen and flen bytes), where the text
+ *                    lost them (';' and controls cleaned, " (" in a name);
+ *                    "-": the text's again
  *           | "#comm" SP pid SP name LF              -- trailer: process names
  *           | "#thread" SP pid SP tid SP name LF     -- trailer: thread names
  *           | "#source_root" SP name LF     -- trailer: record's --source-root
@@ -174,8 +180,13 @@ void raw_defs_free(struct raw_defs *m)
 {
 	if (!m)
 		return;
-	for (uint32_t i = 0; i < m->cap; i++)
+	for (uint32_t i = 0; i < m->cap; i++) {
+		if (m->slots[i]) {
+			free(m->slots[i]->d.name);
+			free(m->slots[i]->d.file);
+		}
 		free(m->slots[i]);
+	}
 	free(m->slots);
 	free(m);
 }
@@ -186,32 +197,92 @@ static int text_kind(int kind)
 	return kind == FRAME_KIND_NATIVE || kind == FRAME_KIND_KERNEL ? kind : FRAME_KIND_PYTHON;
 }
 
-/* Tell the reader a frame's facts, unless what it assumes is them. */
-static void stream_def(struct raw_stream *rs, struct raw_def *told, const struct raw_def *want,
-		       const char *text, size_t len)
+/* s as text_escape() writes it, malloc'd (*n its length), or NULL. */
+static char *esc_dup(const char *s, size_t *n)
 {
-	if (told->kind < 0 ? (want->kind == text_kind(want->kind) && !want->firstlineno &&
-			      !want->addr && !want->lib)
-			   : (told->kind == want->kind && told->firstlineno == want->firstlineno &&
-			      told->addr == want->addr && told->lib == want->lib))
-		return;
-	*told = *want;
-	fprintf(rs->f, "#def %d %d %llu %u ", want->kind, want->firstlineno,
-		(unsigned long long)want->addr, want->lib);
-	fwrite(text, 1, len, rs->f);
-	putc('\n', rs->f);
+	char *buf;
+
+	*n = text_escape(NULL, 0, s, 0);
+	buf = malloc(*n + 1);
+	if (buf)
+		text_escape(buf, *n + 1, s, 0);
+	return buf;
 }
 
 static void put_name(FILE *f, const char *name)
 {
-	char small[256], *buf = small;
-	size_t n = text_escape(small, sizeof(small), name, 0);
+	size_t n;
+	char *e = esc_dup(name, &n);
 
-	if (n >= sizeof(small) && (buf = malloc(n + 1)))
-		text_escape(buf, n + 1, name, 0);
-	fputs(buf ? buf : "", f);
-	if (buf != small)
-		free(buf);
+	fputs(e ? e : "", f);
+	free(e);
+}
+
+/* Whether a frame's text loses something of its name or file: cleaned
+ * bytes, or a " (" in the name, where a reader splits the text. */
+static int text_loses(const char *name, const char *file)
+{
+	for (const char *s = name; s && *s; s++)
+		if (*s == ';' || (unsigned char)*s < 0x20 || *s == 0x7f || !strncmp(s, " (", 2))
+			return 1;
+	for (const char *s = file; s && *s; s++)
+		if (*s == ';' || (unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/*
+ * Tell the reader a frame's facts, unless what it assumes is them: #def
+ * for kind, first line, address and library, #exact for a name or file
+ * the text does not hold as it is (want's name and file: NULL, or the
+ * true ones). 0, or -1 on ENOMEM.
+ */
+static int stream_def(struct raw_stream *rs, struct raw_def *told, const struct raw_def *want,
+		      const char *text, size_t len)
+{
+	if (!(told->kind < 0
+		  ? (want->kind == text_kind(want->kind) && !want->firstlineno && !want->addr &&
+		     !want->lib)
+		  : (told->kind == want->kind && told->firstlineno == want->firstlineno &&
+		     told->addr == want->addr && told->lib == want->lib))) {
+		told->kind = want->kind;
+		told->firstlineno = want->firstlineno;
+		told->addr = want->addr;
+		told->lib = want->lib;
+		fprintf(rs->f, "#def %d %d %llu %u ", want->kind, want->firstlineno,
+			(unsigned long long)want->addr, want->lib);
+		fwrite(text, 1, len, rs->f);
+		putc('\n', rs->f);
+	}
+	if (!same_str(told->name, want->name) || !same_str(told->file, want->file)) {
+		size_t nn = 0, nf = 0;
+		char *n = want->name ? strdup(want->name) : NULL;
+		char *f = want->file ? strdup(want->file) : NULL;
+		char *en = n ? esc_dup(n, &nn) : NULL, *ef = f ? esc_dup(f, &nf) : NULL;
+
+		if (!!want->name != !!en || !!want->file != !!ef || !!n != !!f) {
+			free(n), free(f), free(en), free(ef);
+			return -1;
+		}
+		free(told->name);
+		free(told->file);
+		told->name = n;
+		told->file = f;
+		if (n)
+			fprintf(rs->f, "#exact %zu %zu %s %s ", nn, nf, en, ef);
+		else
+			fputs("#exact - ", rs->f);
+		fwrite(text, 1, len, rs->f);
+		putc('\n', rs->f);
+		free(en);
+		free(ef);
+	}
+	return 0;
 }
 
 /* The #lib id of a native library (key: anything that names it for the
@@ -355,15 +426,19 @@ int raw_stream_write(struct raw_stream *rs, const struct sym_sample *s, uint64_t
 		const struct sym_frame *fr = &s->frames[i];
 		const struct native_lib *l = fr->lib;
 		size_t len = rs->off[i + 1] - 1 - rs->off[i];
-		struct raw_def want = {fr->kind, fr->firstlineno, fr->addr, 0};
+		struct raw_def want = {fr->kind, fr->firstlineno, fr->addr, 0, NULL, NULL};
 		struct raw_def *told = raw_defs_find(&rs->defs, rs->line + rs->off[i], len, 1);
+
+		if (text_loses(fr->name, fr->file)) {
+			want.name = (char *)(fr->name && *fr->name ? fr->name : "[unknown]");
+			want.file = (char *)(fr->file ? fr->file : "");
+		}
 
 		if (l && !(want.lib = stream_lib(rs, l, l->path, l->build_id, l->start, l->limit,
 						 l->offset)))
 			return -1;
-		if (!told)
+		if (!told || stream_def(rs, told, &want, rs->line + rs->off[i], len))
 			return -1;
-		stream_def(rs, told, &want, rs->line + rs->off[i], len);
 	}
 	stream_weight(rs, weight_ns, offcpu_reason);
 	put_head(rs->f, s->ts_ns, s->pid, s->tid, s->cpu, s->flags);
@@ -464,7 +539,7 @@ static char *frame_text(const struct profile *p, uint32_t frame, uint32_t *len)
 static int stream_frame_def(struct raw_stream *rs, const struct profile *p, uint32_t id)
 {
 	const struct prof_func *fn = &p->funcs[p->frames[id].func];
-	struct raw_def want = {(int)fn->kind, fn->firstlineno, fn->addr, 0};
+	struct raw_def want = {(int)fn->kind, fn->firstlineno, fn->addr, 0, NULL, NULL};
 
 	if (!rs->told[id] &&
 	    !(rs->told[id] = raw_defs_find(&rs->defs, rs->text[id], rs->len[id], 1)))
@@ -479,8 +554,11 @@ static int stream_frame_def(struct raw_stream *rs, const struct profile *p, uint
 		if (!want.lib)
 			return -1;
 	}
-	stream_def(rs, rs->told[id], &want, rs->text[id], rs->len[id]);
-	return 0;
+	if (text_loses(profile_str(p, fn->name), profile_str(p, fn->file))) {
+		want.name = (char *)profile_str(p, fn->name);
+		want.file = (char *)profile_str(p, fn->file);
+	}
+	return stream_def(rs, rs->told[id], &want, rs->text[id], rs->len[id]);
 }
 
 static int stream_sample(struct raw_stream *rs, const struct profile *p, uint32_t stack,

@@ -304,6 +304,9 @@ struct raw_def {
 	int kind, firstlineno;
 	uint64_t addr;
 	uint32_t lib;
+	/* "#exact": the true name and file where the text's are not (';' and
+	 * controls cleaned, " (" in a name); NULL: the text's. Owned. */
+	char *name, *file;
 };
 /* Frame text -> raw_def, for the writer (what it told) and the reader (what
  * it was told). raw_defs_find: the entry of text (len bytes), added with

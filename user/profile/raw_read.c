@@ -159,6 +159,10 @@ static int parse_sample(char *line, size_t len, struct sym_sample *s, struct sym
 			frames[n].addr = d->addr;
 			frames[n].lib = d->lib ? &rd->libs[d->lib - 1] : NULL;
 		}
+		if (d && d->name) {
+			frames[n].name = d->name;
+			frames[n].file = d->file;
+		}
 		n++;
 	}
 	s->nframes = n;
@@ -284,15 +288,31 @@ static int parse_lib(struct raw_rd *rd, char *p, const char **why, int *oom)
 	return 0;
 }
 
+/* A frame's text as a #def or #exact line ends with: one frame that parses. */
+static int check_frame_text(const char *p, int *oom)
+{
+	struct sym_frame fr;
+	char *copy;
+	int bad;
+
+	if (strchr(p, ';'))
+		return -1;
+	copy = strdup(p);
+	if (!copy) {
+		*oom = 1;
+		return -1;
+	}
+	bad = parse_frame(copy, &fr);
+	free(copy);
+	return bad ? -1 : 0;
+}
+
 static int parse_def(struct raw_rd *rd, char *p, const char **why, int *oom)
 {
 	uint64_t kind, addr, lib;
 	int64_t first;
-	struct sym_frame fr;
 	struct raw_def *d;
-	char *copy;
 	size_t n;
-	int bad;
 
 	if (!(p = field_u(p, FRAME_KIND_MARK, &kind)))
 		return *why = "#def kind", -1;
@@ -303,14 +323,8 @@ static int parse_def(struct raw_rd *rd, char *p, const char **why, int *oom)
 	if (!(p = field_u(p, rd->nlibs, &lib)))
 		return *why = "#def lib (no such #lib)", -1;
 	n = strlen(p);
-	if (strchr(p, ';') || !(copy = strdup(p))) {
-		*oom = !strchr(p, ';');
-		return *why = "#def frame (one frame, no ';')", -1;
-	}
-	bad = parse_frame(copy, &fr);
-	free(copy);
-	if (bad)
-		return *why = "#def frame (not 'qualname (file:line)')", -1;
+	if (check_frame_text(p, oom))
+		return *why = "#def frame (one 'qualname (file:line)', no ';')", -1;
 	if (rd->ndefs == RAW_MAX_DEFS)
 		return *why = "#def (more than bpfpy writes)", -1;
 	d = raw_defs_find(&rd->defs, p, n, 1);
@@ -319,8 +333,56 @@ static int parse_def(struct raw_rd *rd, char *p, const char **why, int *oom)
 		return -1;
 	}
 	rd->ndefs++;
-	*d = (struct raw_def){(int)kind, (int)first, addr, (uint32_t)lib};
+	d->kind = (int)kind;
+	d->firstlineno = (int)first;
+	d->addr = addr;
+	d->lib = (uint32_t)lib;
 	return 0;
+}
+
+/* "#exact nlen flen name file frame", or "#exact - frame". */
+static int parse_exact(struct raw_rd *rd, char *p, const char **why, int *oom)
+{
+	uint64_t nn = 0, nf = 0;
+	char *name = NULL, *file = NULL, *frame;
+	struct raw_def *d;
+
+	if (!strncmp(p, "- ", 2)) {
+		frame = p + 2;
+	} else {
+		if (!(p = field_u(p, RAW_MAX_LINE, &nn)) || !(p = field_u(p, RAW_MAX_LINE, &nf)) ||
+		    strlen(p) < nn + nf + 2 || p[nn] != ' ' || p[nn + 1 + nf] != ' ')
+			return *why = "#exact lengths", -1;
+		p[nn] = 0;
+		p[nn + 1 + nf] = 0;
+		frame = p + nn + nf + 2;
+		if (!(name = unescape_name(p, why, oom)) ||
+		    !(file = unescape_name(p + nn + 1, why, oom)))
+			goto bad;
+	}
+	if (check_frame_text(frame, oom)) {
+		*why = "#exact frame (one 'qualname (file:line)')";
+		goto bad;
+	}
+	if (rd->ndefs == RAW_MAX_DEFS) {
+		*why = "#exact (more than bpfpy writes)";
+		goto bad;
+	}
+	d = raw_defs_find(&rd->defs, frame, strlen(frame), 1);
+	if (!d) {
+		*oom = 1;
+		goto bad;
+	}
+	rd->ndefs++;
+	free(d->name);
+	free(d->file);
+	d->name = name;
+	d->file = file;
+	return 0;
+bad:
+	free(name);
+	free(file);
+	return -1;
 }
 
 /* A '#' line but the header: 0 done, 1 a name for meta (m set), -1 bad. */
@@ -345,6 +407,8 @@ static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const c
 		return parse_lib(rd, p, why, oom);
 	if (k == 3 && !strncmp(line + 1, "def", 3))
 		return parse_def(rd, p, why, oom);
+	if (k == 5 && !strncmp(line + 1, "exact", 5))
+		return parse_exact(rd, p, why, oom);
 	if (k == 4 && !strncmp(line + 1, "comm", 4)) {
 		m->kind = RAW_META_COMM;
 		if (!(p = field_u(p, UINT32_MAX, &v)))
