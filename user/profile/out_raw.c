@@ -62,13 +62,17 @@
 #include "native_symbols.h"
 #include "text_escape.h"
 
+/* A byte of a name or file as the stack text holds it: ';' separates
+ * frames, a control would end or forge a line. */
+static int clean_char(unsigned char c)
+{
+	return c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : c;
+}
+
 static void put_clean(FILE *f, const char *s)
 {
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		putc(c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : c, f);
-	}
+	for (; s && *s; s++)
+		putc(clean_char((unsigned char)*s), f);
 }
 
 static void put_kind(FILE *f, int kind)
@@ -223,10 +227,10 @@ static void put_name(FILE *f, const char *name)
 static int text_loses(const char *name, const char *file)
 {
 	for (const char *s = name; s && *s; s++)
-		if (*s == ';' || (unsigned char)*s < 0x20 || *s == 0x7f || !strncmp(s, " (", 2))
+		if (clean_char((unsigned char)*s) != (unsigned char)*s || !strncmp(s, " (", 2))
 			return 1;
 	for (const char *s = file; s && *s; s++)
-		if (*s == ';' || (unsigned char)*s < 0x20 || *s == 0x7f)
+		if (clean_char((unsigned char)*s) != (unsigned char)*s)
 			return 1;
 	return 0;
 }
@@ -376,11 +380,8 @@ static size_t line_clean(struct raw_stream *rs, size_t used, const char *s)
 
 	if (line_room(rs, used, n + 1))
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		rs->line[used++] = (char)(c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : c);
-	}
+	for (size_t i = 0; i < n; i++)
+		rs->line[used++] = (char)clean_char((unsigned char)s[i]);
 	return used;
 }
 

@@ -226,8 +226,9 @@ static int parse_header(char *p, struct raw_meta *m, const char **why)
 	m->kind = RAW_META_HEADER;
 	memcpy(m->clock, p, n);
 	p += n + 1;
-	if (strncmp(p, "period_ns=", 10) || !(p = field_u(p + 10, UINT64_MAX, &m->period_ns)))
-		return *why = "header period_ns", -1;
+	if (strncmp(p, "period_ns=", 10) || !(p = field_u(p + 10, UINT64_MAX, &m->period_ns)) ||
+	    !m->period_ns)
+		return *why = "header period_ns (1 or more)", -1;
 	if (strncmp(p, "weighted=", 9) || !(p = field_u(p + 9, 1, &w)))
 		return *why = "header weighted (0 or 1)", -1;
 	m->weighted = (int)w;
