@@ -542,8 +542,11 @@ static int stream_frame_def(struct raw_stream *rs, const struct profile *p, uint
 	const struct prof_func *fn = &p->funcs[p->frames[id].func];
 	struct raw_def want = {(int)fn->kind, fn->firstlineno, fn->addr, 0, NULL, NULL};
 
-	if (!rs->told[id] &&
-	    !(rs->told[id] = raw_defs_find(&rs->defs, rs->text[id], rs->len[id], 1)))
+	/* What a frame is never changes: worked out at its first sample, then
+	 * only compared with what the reader was told last. */
+	if (rs->told[id])
+		return stream_def(rs, rs->told[id], &rs->want[id], rs->text[id], rs->len[id]);
+	if (!(rs->told[id] = raw_defs_find(&rs->defs, rs->text[id], rs->len[id], 1)))
 		return -1;
 	if (fn->mapping) {
 		const struct prof_mapping *m = &p->mappings[fn->mapping - 1];
@@ -559,7 +562,8 @@ static int stream_frame_def(struct raw_stream *rs, const struct profile *p, uint
 		want.name = (char *)profile_str(p, fn->name);
 		want.file = (char *)profile_str(p, fn->file);
 	}
-	return stream_def(rs, rs->told[id], &want, rs->text[id], rs->len[id]);
+	rs->want[id] = want;
+	return stream_def(rs, rs->told[id], &rs->want[id], rs->text[id], rs->len[id]);
 }
 
 static int stream_sample(struct raw_stream *rs, const struct profile *p, uint32_t stack,
@@ -574,7 +578,7 @@ static int stream_sample(struct raw_stream *rs, const struct profile *p, uint32_
 		uint32_t ncap = rs->cap ? rs->cap : 256;
 		char **nt;
 		uint32_t *nl;
-		struct raw_def **nd;
+		struct raw_def **nd, *nw;
 
 		while (ncap < p->nframes)
 			ncap *= 2;
@@ -585,9 +589,12 @@ static int stream_sample(struct raw_stream *rs, const struct profile *p, uint32_
 		if (nl)
 			rs->len = nl;
 		nd = nl ? realloc(rs->told, ncap * sizeof(*nd)) : NULL;
-		if (!nd)
+		if (nd)
+			rs->told = nd;
+		nw = nd ? realloc(rs->want, ncap * sizeof(*nw)) : NULL;
+		if (!nw)
 			return -1;
-		rs->told = nd;
+		rs->want = nw;
 		memset(rs->text + rs->cap, 0, (ncap - rs->cap) * sizeof(*nt));
 		memset(rs->told + rs->cap, 0, (ncap - rs->cap) * sizeof(*nd));
 		rs->cap = ncap;
@@ -631,6 +638,7 @@ void raw_stream_free(struct raw_stream *rs)
 	free(rs->text);
 	free(rs->len);
 	free(rs->told);
+	free(rs->want);
 	free(rs->line);
 	free(rs->libs);
 	free(rs->off);

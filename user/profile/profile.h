@@ -338,6 +338,7 @@ struct raw_stream {
 	int meta;	       /* version 2: raw_stream_begin() was called */
 	struct raw_defs *defs; /* what the #def lines told so far */
 	struct raw_def **told; /* by frame id: its text's entry in defs */
+	struct raw_def *want;  /* by frame id: its facts (valid where told is set) */
 	const void **libs;     /* the #lib lines written: id - 1 -> key */
 	uint32_t nlibs, cap_libs;
 	uint32_t *off; /* raw_stream_write: where each frame's text starts */
