@@ -9,6 +9,8 @@
 #     --clock wall (weighted: ns per record, "#w" lines), each for 1.5 s of
 #     -p offcpu_four.py (five threads: sleeping, lock, pipe, CPU): the same
 #     six formats;
+#   - --native --kernel on pyenv-3.12 (py/native_busy.py): #lib and #def
+#     lines, the same six;
 #   - py/hostile_names.py (3.11+): a qualname, file and comm with controls,
 #     ';' and " (" that the stack text cleans: "#exact" lines, the same six;
 #   - the same raw file without its '#' lines (version 1, as bpfpy wrote it
@@ -96,6 +98,20 @@ convert_one() { # run by each_target
 		fi
 		compare "$label" "$tag" "${agg[@]}"
 	done
+
+	# Native and kernel frames (--native --kernel; one interpreter, as
+	# test_native.sh's): #lib and #def carry libraries and addresses.
+	if [[ $label == pyenv-3.12 ]] && start_py "$label" "$PYDIR/native_busy.py"; then
+		mapfile -t o < <(outs "$label" native)
+		if timeout 60 "$BPFPY" record --native --kernel -p "$PY_PID" -d 1.5 "${o[@]}" 2>"$TMP/$label.native.err"; then
+			n=$(grep -c '^#lib ' "$TMP/$label.native.raw")
+			((n > 0)) && ok "$label native: $n #lib, $(grep -c '^#def 1 ' "$TMP/$label.native.raw") native #def lines" ||
+				bad "$label native: no #lib line in a --native raw file"
+			compare "$label" native
+		else
+			bad "$label native: record failed: $(tail -n 2 "$TMP/$label.native.err")"
+		fi
+	fi
 
 	# Names raw's stack text cannot hold (controls, ';', " (" in a qualname,
 	# an escape in the comm): "#exact" lines, and still byte for byte.
