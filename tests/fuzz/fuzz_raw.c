@@ -4,8 +4,9 @@
  * `bpfpy convert` runs on files anyone may have written.
  *
  * The whole input is read as a file (fmemopen): no crash, no read past a
- * line, bounded memory. And the property of one line: a line the reader
- * accepts is one the writer could have written, so writing the parsed
+ * line, bounded memory, version 2's '#' lines included (seeds v2*: every
+ * kind, from a --native --kernel, an off-CPU and a hostile-names recording). And the property of
+ * one line: a line the reader accepts is one the writer could have written, so writing the parsed
  * sample back (raw_write_sample) gives the line itself, but for empty
  * names, which the writer prints as "[unknown]".
  */
@@ -16,11 +17,20 @@
 
 #include "raw_read.h"
 
-static int count(void *ctx, const struct sym_sample *s)
+static int count(void *ctx, const struct sym_sample *s, uint64_t weight_ns, uint32_t reason)
 {
 	(void)s;
+	(void)weight_ns;
+	(void)reason;
 	++*(uint64_t *)ctx;
 	return 0;
+}
+
+/* The names are handed over unescaped: touch every byte of them. */
+static int meta(void *ctx, const struct raw_meta *m)
+{
+	++*(uint64_t *)ctx;
+	return m->name && strlen(m->name) > RAW_MAX_LINE;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -35,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = 0, blen = 0;
 
 	if (f) {
-		raw_read(f, "fuzz", count, &n, &got, &d);
+		raw_read(f, "fuzz", count, meta, &n, &got, &d);
 		fclose(f);
 	}
 	/* The first line alone, in a block of its exact size. */

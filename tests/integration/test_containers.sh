@@ -127,8 +127,8 @@ for pr in "${PAIRS[@]}"; do
 		2>"$TMP/$a.err"
 	rc=$?
 	ca=$(($(cpu_ticks "$pa") - ca)) cb=$(($(cpu_ticks "$pb") - cb))
-	sa=$(awk -v p="$pa" '$2 == p' "$TMP/$a.raw" | wc -l)
-	sb=$(awk -v p="$pb" '$2 == p' "$TMP/$a.raw" | wc -l)
+	sa=$(awk -v p="$pa" '!/^#/ && $2 == p' "$TMP/$a.raw" | wc -l) # '#' lines: raw 2's, not samples
+	sb=$(awk -v p="$pb" '!/^#/ && $2 == p' "$TMP/$a.raw" | wc -l)
 	# raw counts within 20% of each other; CPU used shown for reference
 	if [ "$rc" = 0 ] && [ "$sa" -ge 50 ] && [ "$sb" -ge 50 ] && [ $((sa * 5)) -ge $((sb * 4)) ] &&
 		[ $((sb * 5)) -ge $((sa * 4)) ]; then
@@ -137,7 +137,7 @@ for pr in "${PAIRS[@]}"; do
 		bad "$a: $sa samples ($ca ticks), $b: $sb ($cb ticks), rc $rc: $(head -c 200 "$TMP/$a.err")"
 	fi
 	tasks=$(ls "/proc/$pa/task" | sort -n | tr '\n' ' ')
-	rtids=$(awk -v p="$pa" '$2 == p { print $3 }' "$TMP/$a.raw" | sort -un | tr '\n' ' ')
+	rtids=$(awk -v p="$pa" '!/^#/ && $2 == p { print $3 }' "$TMP/$a.raw" | sort -un | tr '\n' ' ')
 	[ "$rtids" = "$tasks" ] && ok "$a: samples carry host tids ($rtids)" || bad "$a: sample tids '$rtids', /proc/$pa/task '$tasks'"
 done
 
@@ -172,14 +172,14 @@ done
 # 4. record -a finds and samples them; 5. the wall clock too.
 timeout 60 "$BPFPY" record -a -d 2 -q -f raw -o "$TMP/a.raw" 2>"$TMP/a.err"
 for n in "${NS[@]}"; do
-	c=$(awk -v p="${TPIDS[$n]}" '$2 == p' "$TMP/a.raw" | wc -l)
+	c=$(awk -v p="${TPIDS[$n]}" '!/^#/ && $2 == p' "$TMP/a.raw" | wc -l)
 	[ "$c" -gt 0 ] && ok "$n: record -a: $c samples" || bad "$n: record -a: no samples: $(head -c 300 "$TMP/a.err")"
 done
 for n in "${NS[@]}"; do
 	p=${TPIDS[$n]}
 	timeout 30 "$BPFPY" record --clock wall -F 200 -d 1.5 -p "$p" -q -f raw -o "$TMP/$n.wall" 2>"$TMP/$n.wall.err"
-	c=$(grep -c spin_ "$TMP/$n.wall")
-	tids=$(awk '{ print $3 }' "$TMP/$n.wall" | sort -un | tr '\n' ' ')
+	c=$(grep -v '^#' "$TMP/$n.wall" | grep -c spin_)
+	tids=$(awk '!/^#/ { print $3 }' "$TMP/$n.wall" | sort -un | tr '\n' ' ')
 	[ "$c" -gt 50 ] && [ "$tids" = "$(ls "/proc/$p/task" | sort -n | tr '\n' ' ')" ] &&
 		ok "$n: --clock wall: $c samples, host tids $tids" ||
 		bad "$n: --clock wall: $c samples, tids '$tids': $(head -c 300 "$TMP/$n.wall.err")"

@@ -59,7 +59,7 @@ while IFS=$'\t' read -r ver label root py; do
 	# before it, and samples the spinning one.
 	timeout 30 "$BPFPY" record -p "$pid" -d 1 -q -f raw -o "$TMP/$label.raw" 2>"$TMP/$label.rec.err"
 	rc=$?
-	n=$(awk -v p="$pid" '$2 == p' "$TMP/$label.raw" 2>/dev/null | grep -c loop_main)
+	n=$(awk -v p="$pid" '!/^#/ && $2 == p' "$TMP/$label.raw" 2>/dev/null | grep -c loop_main)
 	[ "$rc" = 0 ] && [ "$n" -gt 0 ] && ok "$ver record: $n samples in loop_main" ||
 		bad "$ver record: rc $rc, $n samples: $(head -c 300 "$TMP/$label.rec.err")"
 	kill -9 "$pid" 2>/dev/null

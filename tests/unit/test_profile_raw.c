@@ -242,11 +242,27 @@ static void test_time_order_and_raw(void **state)
 		assert_true(p->threads[0].order[i].ts_ns > p->threads[0].order[i - 1].ts_ns);
 	assert_int_equal(p->threads[0].order[1].stack, p->threads[0].order[4].stack);
 	assert_int_not_equal(p->threads[0].order[0].stack, p->threads[0].order[1].stack);
+	/* Made a few ns apart: the same origin, so that the headers match. */
+	profile_set_realtime_off(q, p->realtime_off);
 	assert_int_equal(raw_write_profile(fr, p, NULL), 0);
 	assert_int_equal(raw_write_profile(frr, q, NULL), 0);
 	fclose(fr);
 	fclose(frr);
 	assert_string_equal(replay, replay_ref);
+	/* raw_write_profile() writes version 2: its samples are the stream's. */
+	{
+		char *w = replay;
+
+		for (char *r = replay, *e; *r; r = e) {
+			e = strchr(r, '\n');
+			e = e ? e + 1 : r + strlen(r);
+			if (*r != '#') {
+				memmove(w, r, (size_t)(e - r));
+				w += e - r;
+			}
+		}
+		*w = 0;
+	}
 	assert_string_equal(replay, want);
 	raw_stream_free(&rs);
 	free(want);

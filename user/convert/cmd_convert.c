@@ -24,7 +24,8 @@ struct convert_opts {
 	const char *input, *output, *source_root;
 	const struct profile_format *format;
 	double rate_hz;
-	const char *clock; /* NULL: wall if any sample says so */
+	const char *clock; /* NULL: the header's, or wall if any sample says so */
+	int rate_set;	   /* -F given: it wins over the header's */
 	int threads, no_lines, force, quiet;
 };
 
@@ -37,11 +38,11 @@ static const char doc[] =
     "" PROFILE_FORMATS_MARK ". Without -o, collapsed goes to stdout. "
     "An existing path is refused without --force (exit 2). "
     "At the end, 'bpfpy convert: wrote FILE (N samples, FORMAT)' on stderr.\n"
-    "What raw does not carry, convert cannot restore: the process names (comm: pprof's comm "
-    "label, speedscope's and the SVG's '(?)'), functions' first lines (pprof start_line), "
-    "the wall-clock start (pprof time_nanos: from the raw monotonic stamps plus this host's "
-    "offset now) and the rate: give -F as recorded (default 1khz, record's default). "
-    "Collapsed, SVG and raw output are byte for byte those record writes directly.\n\n"
+    "A raw file of record's (version 2) carries the rate, clock, weights, wall-clock start, "
+    "functions' first lines, native frames' addresses and libraries, process and thread "
+    "names: every format comes out byte for byte as record writes it. A version 1 file (no "
+    "'#bpfpy raw' line) has none of that: give -F as recorded (default 1khz), and its "
+    "process and thread names, first lines and wall-clock start are lost.\n\n"
     "EXAMPLES:\n"
     "  bpfpy convert app.raw -o app.pb.gz\n"
     "  bpfpy convert app.raw -f svg -o app.svg --threads\n\n" EXIT_CODES_DOC;
@@ -57,8 +58,9 @@ enum {
 static const struct argp_option options[] = {
     {"output", 'o', "FILE", 0, "Write here (default: collapsed on stdout)", 0},
     {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
-    {"rate", 'F', "RATE", 0, "The rate it was recorded at (default 1khz)", 0},
-    {"clock", OPT_CLOCK, "cpu|wall", 0, "Its clock (default: wall if its samples say so)", 0},
+    {"rate", 'F', "RATE", 0, "The rate it was recorded at (default: the file's, else 1khz)", 0},
+    {"clock", OPT_CLOCK, "cpu|wall", 0,
+     "Its clock (default: the file's, else wall if its samples say so)", 0},
     {"threads", OPT_THREADS, NULL, 0, "Keep threads apart, as record --threads", 0},
     {"no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, not line", 0},
     {"force", OPT_FORCE, NULL, 0, "Overwrite an existing output file", 0},
@@ -84,6 +86,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->rate_hz = parse_rate_hz(arg);
 		if (o->rate_hz <= 0 || o->rate_hz > 1e6)
 			argp_error(state, "invalid rate '%s' (e.g. 997, 10k, 10khz)", arg);
+		o->rate_set = 1;
 		break;
 	case OPT_CLOCK:
 		if (strcmp(arg, "cpu") && strcmp(arg, "wall"))
@@ -121,19 +124,79 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 }
 
 struct conv_ctx {
-	struct profile *prof;
-	FILE *raw; /* raw to raw: streamed, as record streams it */
-	int wall, oom;
+	const struct convert_opts *o;
+	const struct profile_format *format;
+	struct profile *prof;  /* made at the header, or the first sample */
+	struct raw_stream raw; /* raw to raw: streamed, as record streams it */
+	int wall, oom, header;
+	char *source_root; /* the file's #source_root */
 };
 
-static int on_sample(void *arg, const struct sym_sample *s)
+/* The profile as record made it: a version 2 header says how (the rate,
+ * clock and origin of the recording; -F and --clock, when given, win),
+ * version 1 has only the options. */
+static int make_profile(struct conv_ctx *c, const struct raw_meta *h)
+{
+	const struct convert_opts *o = c->o;
+	uint64_t period = o->rate_set || !h ? (uint64_t)(1e9 / o->rate_hz) : h->period_ns;
+
+	c->prof = profile_new(period, o->clock ? o->clock : h ? h->clock : "cpu");
+	if (!c->prof) {
+		c->oom = 1;
+		return -1;
+	}
+	if (h) {
+		profile_set_weighted(c->prof, h->weighted);
+		profile_set_realtime_off(c->prof, h->realtime_off);
+	}
+	/* As record does: only the ordered formats need the samples in order. */
+	if (!(c->format->flags & PROFILE_FMT_ORDERED))
+		profile_set_max_ordered(c->prof, 0);
+	if (h && c->raw.f && raw_stream_begin(&c->raw, c->prof))
+		return -1;
+	return 0;
+}
+
+static int on_meta(void *arg, const struct raw_meta *m)
 {
 	struct conv_ctx *c = arg;
 
+	if (m->kind == RAW_META_HEADER) {
+		c->header = 1;
+		return make_profile(c, m);
+	}
+	if (!c->prof && make_profile(c, NULL))
+		return -1;
+	if (m->kind == RAW_META_SOURCE_ROOT) { /* --source-root, when given, wins */
+		free(c->source_root);
+		c->source_root = strdup(m->name);
+		c->oom = !c->source_root;
+		return c->oom ? -1 : 0;
+	}
+	errno = 0;
+	if (m->kind == RAW_META_COMM)
+		profile_set_comm(c->prof, m->pid, m->name);
+	else /* a thread without samples has no name to keep */
+		profile_set_thread_name(c->prof, m->pid, m->tid, m->name);
+	if (errno == ENOMEM) {
+		c->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_sample(void *arg, const struct sym_sample *s, uint64_t weight_ns,
+		     uint32_t offcpu_reason)
+{
+	struct conv_ctx *c = arg;
+
+	if (!c->prof && make_profile(c, NULL))
+		return -1;
 	c->wall |= !!(s->flags & SAMPLE_WALL);
-	if (c->raw)
-		return raw_write_sample(c->raw, s);
-	if (profile_add(c->prof, s)) {
+	if (c->raw.f && raw_stream_write(&c->raw, s, weight_ns, offcpu_reason))
+		return -1;
+	/* Raw to raw keeps the profile too: its trailer is the profile's. */
+	if (profile_add_weighted(c->prof, s, weight_ns, offcpu_reason)) {
 		c->oom = 1;
 		return -1;
 	}
@@ -215,35 +278,38 @@ int cmd_convert(int argc, char **argv)
 		return diag_report(&d);
 	}
 	out = o.output ? of.f : stdout;
-	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.clock ? o.clock : "cpu");
-	if (!c.prof) {
+	c.o = &o;
+	c.format = format;
+	if (format->flags & PROFILE_FMT_STREAM)
+		c.raw.f = out;
+	if (raw_read(in, o.input, on_sample, on_meta, &c, &n, &d)) {
+		if (c.raw.f && ferror(c.raw.f))
+			diag_errno(&d, errno ? errno : EIO, "writing raw samples");
+		else if (c.oom || !d.msg[0]) /* a callback stopped it: memory */
+			diag_errno(&d, ENOMEM, "%s: after %llu samples", o.input,
+				   (unsigned long long)n);
+		ret = diag_report(&d);
+		goto out;
+	}
+	if (!c.prof && make_profile(&c, NULL)) { /* an empty file */
 		diag_errno(&d, ENOMEM, "convert");
 		ret = diag_report(&d);
 		goto out;
 	}
-	/* As record does: only speedscope needs the samples in order. */
-	if (!(format->flags & PROFILE_FMT_ORDERED))
-		profile_set_max_ordered(c.prof, 0);
-	if (format->flags & PROFILE_FMT_STREAM)
-		c.raw = out;
-	if (raw_read(in, o.input, on_sample, &c, &n, &d)) {
-		if (c.oom)
-			diag_errno(&d, ENOMEM, "%s: after %llu samples", o.input,
-				   (unsigned long long)n);
-		else if (c.raw && ferror(c.raw))
-			diag_errno(&d, errno ? errno : EIO, "writing raw samples");
+	/* Version 1 tells the clock only by its samples' flags, known once
+	 * they are read. */
+	if (!o.clock && !c.header && c.wall)
+		snprintf(c.prof->clock, sizeof(c.prof->clock), "wall");
+	po.source_root = o.source_root ? o.source_root : c.source_root;
+	if (c.raw.f && raw_stream_end(&c.raw, c.prof, po.source_root)) {
+		diag_errno(&d, errno ? errno : EIO, "writing raw samples");
 		ret = diag_report(&d);
 		goto out;
 	}
-	/* The clock is the profile's own field; raw tells it only by its
-	 * samples' flags, known once they are read. */
-	if (!o.clock && c.wall)
-		snprintf(c.prof->clock, sizeof(c.prof->clock), "wall");
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;
-	po.source_root = o.source_root;
-	if (!c.raw && profile_format_write(format, out, c.prof, &po, &d)) {
+	if (!c.raw.f && profile_format_write(format, out, c.prof, &po, &d)) {
 		ret = diag_report(&d);
 		goto out;
 	}
@@ -251,7 +317,7 @@ int cmd_convert(int argc, char **argv)
 		if (out_file_commit(&of, &d)) {
 			ret = diag_report(&d);
 		} else if (!o.quiet) {
-			out_file_wrote("convert", o.output, c.raw ? n : c.prof->total,
+			out_file_wrote("convert", o.output, c.raw.f ? n : c.prof->total,
 				       format->name);
 		}
 		o.output = NULL;
@@ -263,5 +329,7 @@ out:
 		out_file_abort(&of);
 	fclose(in);
 	profile_free(c.prof);
+	raw_stream_free(&c.raw);
+	free(c.source_root);
 	return ret;
 }

@@ -997,3 +997,8 @@ char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, i
 		snprintf(buf, len, "%s", raw);
 	return buf;
 }
+
+void profile_set_realtime_off(struct profile *p, int64_t off)
+{
+	p->realtime_off = off;
+}

@@ -239,6 +239,9 @@ int profile_set_thread_name(struct profile *p, uint32_t pid, uint32_t tid, const
 const char *profile_thread_name(const struct profile *p, uint32_t pid, uint32_t tid);
 /* The comm of pid, or NULL. */
 const char *profile_comm(const struct profile *p, uint32_t pid);
+/* CLOCK_REALTIME - CLOCK_MONOTONIC of the recording (profile_new() takes
+ * this host's, now): for convert, which replays a recording's. */
+void profile_set_realtime_off(struct profile *p, int64_t off);
 void profile_free(struct profile *p);
 
 /* Interned string by id. */
@@ -298,12 +301,43 @@ void chrome_put_thread_meta(FILE *f, uint32_t pid, uint32_t tid, const char *tna
 /* The raw format is a stream, one line per sample (grammar in out_raw.c).
  * raw_write_profile() replays the samples kept in time order, and fails if
  * any were aggregated past the bound: streams longer than that must be
- * written as they come with raw_write_sample(). */
+ * written as they come with raw_write_sample(). raw_write_sample() writes
+ * the bare sample line (version 1); the version 2 stream, which carries
+ * everything the other writers read, is struct raw_stream's. */
 int raw_write_sample(FILE *f, const struct sym_sample *s);
 int raw_write_profile(FILE *f, const struct profile *p, struct diag *d);
+
+/* What a "#def" line tells about the frames of one text: their kind, first
+ * line, address and library (a "#lib" id, 0 none). A frame no #def named
+ * has the kind its text says, and zeros. */
+struct raw_def {
+	int kind, firstlineno;
+	uint64_t addr;
+	uint32_t lib;
+	/* "#exact": the true name and file where the text's are not (';' and
+	 * controls cleaned, " (" in a name); NULL: the text's. Owned. */
+	char *name, *file;
+};
+/* Frame text -> raw_def, for the writer (what it told) and the reader (what
+ * it was told). raw_defs_find: the entry of text (len bytes), added with
+ * zeros if add; NULL if absent, or on ENOMEM, or past RAW_MAX_DEFS. Entries
+ * stay where they are until raw_defs_free. */
+#define RAW_MAX_DEFS (1u << 24)
+struct raw_defs;
+struct raw_def *raw_defs_find(struct raw_defs **m, const char *text, size_t len, int add);
+void raw_defs_free(struct raw_defs *m);
+
 /* The stream again, for samples already in p (record's profile_add_raw):
  * s's head fields and the frames of stack (its p->last_stack), each
- * frame's text made once and then copied. Zero-initialise, set f. */
+ * frame's text made once and then copied. Zero-initialise, set f.
+ * raw_stream_begin() makes it a version 2 stream (header line now, then
+ * "#w", "#def" and "#lib" lines ahead of the samples that need them);
+ * raw_stream_write() writes a sample from its own frames, as
+ * raw_write_sample() does, with its weight (profile_add_weighted()'s
+ * weight_ns and offcpu_reason: 0, 0 for none); raw_stream_end() the trailer
+ * (p's process and thread names, once they are final, and the source root
+ * pprof was given: profile_out_opts.source_root, NULL for none). Each returns 0, or -1 (ENOMEM or a
+ * write error). */
 struct raw_stream {
 	FILE *f;
 	char **text; /* by frame id */
@@ -311,9 +345,20 @@ struct raw_stream {
 	uint32_t cap;
 	char *line; /* one sample's frames, written at once */
 	size_t line_cap;
+	int meta;	       /* version 2: raw_stream_begin() was called */
+	struct raw_defs *defs; /* what the #def lines told so far */
+	struct raw_def **told; /* by frame id: its text's entry in defs */
+	struct raw_def *want;  /* by frame id: its facts (valid where told is set) */
+	const void **libs;     /* the #lib lines written: id - 1 -> key */
+	uint32_t nlibs, cap_libs;
+	uint32_t *off; /* raw_stream_write: where each frame's text starts */
 };
+int raw_stream_begin(struct raw_stream *rs, const struct profile *p);
 int raw_stream_sample(struct raw_stream *rs, const struct profile *p, uint32_t stack,
 		      const struct sym_sample *s);
+int raw_stream_write(struct raw_stream *rs, const struct sym_sample *s, uint64_t weight_ns,
+		     uint32_t offcpu_reason);
+int raw_stream_end(struct raw_stream *rs, const struct profile *p, const char *source_root);
 void raw_stream_free(struct raw_stream *rs);
 
 /*

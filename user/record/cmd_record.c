@@ -442,13 +442,13 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
 		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
 	if (leaf || native) {
-		if (c->raw.f)
-			raw_write_sample(c->raw.f, &s);
+		if (c->raw.f) /* raw carries the weight, for convert */
+			raw_stream_write(&c->raw, &s, h->weight_ns, h->offcpu_reason);
 		if (profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason))
 			unnamed = -1;
 		code_cache_end_sample(t->cache);
 	} else if (c->raw.f && !h->nframes) {
-		raw_write_sample(c->raw.f, &s);
+		raw_stream_write(&c->raw, &s, 0, 0);
 	} else if (c->raw.f && !unnamed) {
 		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
 	}
@@ -952,11 +952,22 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)
 		if (formats[i]->flags & PROFILE_FMT_STREAM)
 			c.raw.f = o.noutputs ? of[i].f : stdout;
+	/* Version 2: the header says how to weigh and date what follows. */
+	if (c.raw.f && raw_stream_begin(&c.raw, c.prof)) {
+		diag_errno(&d, errno ? errno : EIO, "writing raw samples");
+		ret = diag_report(&d);
+		goto out;
+	}
 	ret = record_loop(&c, s);
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
 	po.source_root = o.source_root ? o.source_root : common_root(&ts);
 	name_threads_at_end(&c);
+	/* Raw's trailer: the names, now final, that the other formats print. */
+	if (ret == EXIT_OK && c.raw.f && raw_stream_end(&c.raw, c.prof, po.source_root)) {
+		diag_errno(&d, errno ? errno : EIO, "writing raw samples");
+		ret = diag_report(&d);
+	}
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
 	po.force = o.force;

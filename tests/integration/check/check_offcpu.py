@@ -154,7 +154,7 @@ def minblock(path, min_us):
 def raw_lines(path):
     for line in open(path, encoding="utf-8"):
         f = line.rstrip("\n").split(" ", 5)
-        if len(f) == 6:
+        if len(f) == 6 and not line.startswith("#"):  # '#': raw 2's, not samples
             yield int(f[2]), int(f[4]), f[5]
 
 

@@ -62,7 +62,7 @@ startup = 0
 pids, ts = {}, []
 for n, line in enumerate(open(path, encoding="utf-8"), 1):
     line = line.rstrip("\n")
-    if not line:
+    if not line or (kind == "raw" and line.startswith("#")):  # raw 2's '#' lines
         continue
     pid = want_pid
     if kind == "folded":
