@@ -276,22 +276,31 @@ static void last_counts(struct target *t, long *c, int n)
 	while (parse_counts(line, c, 16) != n);
 }
 
-static char thread_state(pid_t pid, pid_t tid)
+/* /proc/PID/task/TID/stat after the comm's ')' (" S ppid ..."), in buf;
+ * NULL if the thread is gone. */
+static const char *task_stat(pid_t pid, pid_t tid, char *buf, size_t len)
 {
-	char path[64], buf[512], *p;
+	char path[64];
 	ssize_t n;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
-	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = (ssize_t)fread(buf, 1, len - 1, f);
 	fclose(f);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
-	p = strrchr(buf, ')');
+	return strrchr(buf, ')');
+}
+
+static char thread_state(pid_t pid, pid_t tid)
+{
+	char buf[512];
+	const char *p = task_stat(pid, tid, buf, sizeof(buf));
+
 	return p && p[1] ? p[2] : 0;
 }
 
@@ -339,21 +348,10 @@ static int list_tasks(pid_t pid, pid_t *tids, int max)
  * thread is gone. */
 static unsigned long thread_flags(pid_t pid, pid_t tid)
 {
-	char path[64], buf[512], *p;
+	char buf[512];
+	const char *p = task_stat(pid, tid, buf, sizeof(buf));
 	unsigned long flags = 0;
-	ssize_t n;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
 	/* ") S ppid pgrp session tty_nr tpgid flags" */
 	if (p)
 		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags);
