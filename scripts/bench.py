@@ -214,14 +214,18 @@ def oracle_modes():
 
 def part_oracle(tg, quick, res):
     """ptrace vs bpf target cost, and bpf vs the interrupt-only control."""
-    duration, warmup = (1.0, 0.3) if quick else (2.0, 0.5)
+    # 64 on/off pairs of 100 ms: on the idle machine the walk's own share
+    # (bpf - bpf-timer) comes out within about +-1.5-2.5 points, where 2 s
+    # windows (20 pairs) gave +-5
+    duration, warmup, pairs = (1.0, 0.3, 10) if quick else (6.4, 0.5, 64)
     modes = oracle_modes()
     for py in [p for p in ("pyenv-3.12", "sid-3.15") if p in tg]:
         for rate in (1, 10):
             with tempfile.TemporaryDirectory() as d:
                 out = os.path.join(d, "o.json")
                 cmd = [BPFPY, "oracle", "--python", py, "--snippet", "bench_shallow", "--rate", str(rate),
-                       "--duration", str(duration), "--warmup", str(warmup), "--json", out]
+                       "--duration", str(duration), "--warmup", str(warmup),
+                       "--slowdown-pairs", str(pairs), "--json", out]
                 for m in modes:
                     cmd += ["--mode", m]
                 r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
