@@ -331,8 +331,9 @@ int targets_scan(struct target_set *ts)
 	return added;
 }
 
-/* Called before a target's cache is freed, and for the summary. */
-static size_t note_cache(struct target_set *ts, const struct code_cache *c)
+/* Called before a target's cache is freed, and for the summary: its size
+ * now (the peak is kept), its lines_cut added to *lines_cut. */
+static size_t note_cache(struct target_set *ts, const struct code_cache *c, uint64_t *lines_cut)
 {
 	struct code_cache_stats st;
 
@@ -341,19 +342,14 @@ static size_t note_cache(struct target_set *ts, const struct code_cache *c)
 	code_cache_get_stats(c, &st);
 	if (st.size > ts->cache_peak)
 		ts->cache_peak = st.size;
+	*lines_cut += st.lines_cut;
 	return st.size;
 }
 
 /* A target that exited or exec'd: only its summary stays. */
 static void release(struct target_set *ts, struct rec_target *t)
 {
-	if (t->cache) {
-		struct code_cache_stats st;
-
-		code_cache_get_stats(t->cache, &st);
-		ts->lines_cut_gone += st.lines_cut;
-	}
-	note_cache(ts, t->cache);
+	note_cache(ts, t->cache, &ts->lines_cut_gone);
 	code_cache_free(t->cache);
 	t->cache = NULL;
 	free(t->proc);
@@ -402,11 +398,7 @@ size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_ou
 	*lines_cut_out = ts->lines_cut_gone;
 	for (int i = 0; i < ts->n; i++)
 		if (ts->t[i]->cache) {
-			struct code_cache_stats st;
-
-			code_cache_get_stats(ts->t[i]->cache, &st);
-			*lines_cut_out += st.lines_cut;
-			total += note_cache(ts, ts->t[i]->cache);
+			total += note_cache(ts, ts->t[i]->cache, lines_cut_out);
 			live++;
 		}
 	*live_out = live;
