@@ -21,13 +21,11 @@
 #define BPFPY_MAX_DEPTH	    1024
 #define BPFPY_DEFAULT_DEPTH 1024
 
-/* Bytes of a frame and of a code object read in one go. One bounded read
- * per frame and one per code object is the whole per-frame cost. */
+/* Bytes of a frame and of a code object the walker looks at. Frames are
+ * read by the page (bpf/frame_walker.h, walk_fill), code objects one read
+ * each, once per walk. */
 #define BPFPY_FRAME_BUF 128
 #define BPFPY_CODE_BUF	160
-/* 3.11+: bytes of a thread's data stack copied at once, the frames of a
- * deep chain lying side by side there (bpf/frame_walker.h, walk_fill). */
-#define BPFPY_FRAME_SPAN 4096
 
 /* How a version links frames. */
 enum frame_model {

@@ -33,10 +33,15 @@
  * that "offset & (size-1)" both proves to the verifier that a field read
  * stays in bounds and still leaves room for the bytes read there. */
 #define WALK_FBUF_MASK (BPFPY_FRAME_BUF - 1)
-#define WALK_SPAN_MASK (BPFPY_FRAME_SPAN - 1)
 #define WALK_CBUF_SIZE 256
 #define WALK_CBUF_MASK (WALK_CBUF_SIZE - 1)
-#define WALK_PAGE      4096ULL
+#define WALK_PAGE      4096U
+#define WALK_PAGE_MASK (WALK_PAGE - 1)
+/* Pages of frames one walk keeps copies of (walk_fill), direct-mapped by
+ * page number: a power of two. 32: a 300-deep recursion on 3.8-3.10 spans
+ * 33-36 pages and costs 34-41 copies with 32 slots, 51-69 with 16, 65-73
+ * with 8. In BPF, 32 x 4.1 KiB per CPU. */
+#define WALK_PAGES 32
 /* The first copy of a walk (walk_fill): most samples hold a few frames. */
 #define WALK_SPAN_FIRST 512
 /* Code objects already fingerprinted in this walk, by address. */
@@ -44,8 +49,8 @@
 _Static_assert(WALK_MEMO_SIZE == 16, "walk_memo_slot() takes the top 4 bits of a hash");
 
 _Static_assert((BPFPY_FRAME_BUF & WALK_FBUF_MASK) == 0, "frame buffer must be a power of two");
-_Static_assert((BPFPY_FRAME_SPAN & WALK_SPAN_MASK) == 0, "frame span must be a power of two");
-_Static_assert(BPFPY_FRAME_SPAN >= WALK_SPAN_FIRST && WALK_SPAN_FIRST >= BPFPY_FRAME_BUF,
+_Static_assert((WALK_PAGES & (WALK_PAGES - 1)) == 0, "page slots are direct-mapped by a mask");
+_Static_assert(WALK_PAGE >= WALK_SPAN_FIRST && WALK_SPAN_FIRST >= BPFPY_FRAME_BUF,
 	       "a copy must hold a frame");
 _Static_assert(BPFPY_CODE_BUF <= WALK_CBUF_SIZE, "code buffer larger than its mask");
 
@@ -55,17 +60,49 @@ struct walk_memo {
 	__u32 named; /* py_sample.bpf.h: name_step() saw it in this sample */
 };
 
+/*
+ * A copy of (part of) one page of the target, see walk_fill(): bytes
+ * [lo, hi) of the page at data[0 .. hi - lo). A frame's fields are read at
+ * its masked offset plus a masked field offset, hence the frame buffer's
+ * worth of spare bytes.
+ */
+struct walk_page {
+	__u8 data[WALK_PAGE + BPFPY_FRAME_BUF + 8];
+};
+
+struct walk_page_tag {
+	__u64 page; /* the page's address; 0: the slot holds nothing */
+	__u16 lo;
+	__u16 hi;
+	__u32 pad;
+};
+
 struct walk_scratch {
-	/* Target bytes [w->span_base, w->span_base + w->span_len): the frame
-	 * being visited and, on 3.11+, the data stack below it, where the
-	 * frames it links to usually are. A frame's fields are read at its
-	 * masked offset plus a masked field offset, hence the frame buffer's
-	 * worth of spare bytes. */
-	__u8 span[BPFPY_FRAME_SPAN + BPFPY_FRAME_BUF + 8];
+	/* One frame read on its own: one that crosses a page's end, or
+	 * where pages cannot be copied whole (memory images in tests). */
+	__u8 fbuf[BPFPY_FRAME_BUF * 2 + 8];
 	__u8 cbuf[WALK_CBUF_SIZE + 8];
 	struct walk_memo memo[WALK_MEMO_SIZE];
+	struct walk_page_tag tags[WALK_PAGES];
 	__u64 opaque[8]; /* BPF only: walk_hide() */
+#ifndef __VMLINUX_H__
+	/* BPF keeps them in a map of their own (walk_pages below): together
+	 * with the sample buffer they exceed what one per-CPU value may hold. */
+	struct walk_page pages[WALK_PAGES];
+#endif
 };
+
+#ifdef __VMLINUX_H__
+#ifndef SCRATCH_SLOT
+#define SCRATCH_SLOT 0 /* bpf/py_sample.bpf.h: the includer's per-CPU slot */
+#endif
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, (SCRATCH_SLOT + 1) * WALK_PAGES); /* WALK_PAGES per slot */
+	__type(key, __u32);
+	__type(value, struct walk_page);
+} walk_pages SEC(".maps");
+#endif
 
 struct walk_state {
 	const struct proc_config *cfg;
@@ -90,10 +127,8 @@ struct walk_state {
 	__u32 skip_owners;
 	__u32 bottom_off;
 	__u32 bottom_mask;
-	/* The copy in scratch->span, see walk_fill(). */
-	__u64 span_base;
-	__u32 span_len;
-	__u32 span_max; /* bytes the next copy may take */
+	__u32 span_max; /* bytes the next page copy may take, see walk_fill() */
+	__u32 pad;
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -175,7 +210,7 @@ WALK_INLINE void walk_hide(struct walk_state *w)
 	v[4] = w->skip_owners | (__u64)w->bottom_off << 32;
 	v[5] = w->bottom_mask | (__u64)w->span_max << 32;
 	v[6] = w->n | (__u64)w->visited << 32;
-	v[7] = w->span_base;
+	v[7] = 0;
 	w->code_mask = v[0];
 	w->instr_base_mask = v[1];
 	w->skip_code = v[2];
@@ -187,9 +222,7 @@ WALK_INLINE void walk_hide(struct walk_state *w)
 	w->span_max = (__u32)(v[5] >> 32);
 	w->n = (__u32)v[6];
 	w->visited = (__u32)(v[6] >> 32);
-	w->span_base = v[7];
-	/* span_base is 0 here: the zero the rest start from. */
-	w->span_len = (__u32)v[7];
+	/* The zero the rest start from. */
 	w->err = (__u8)v[7];
 	w->truncated = (__u8)v[7];
 	w->done = (__u8)v[7];
@@ -224,14 +257,14 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->bottom_off = o->frame_bottom_off;
 	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
 	w->bottom_ok = 1;
-	w->span_base = 0;
-	w->span_len = 0;
 	w->span_max = WALK_SPAN_FIRST;
 #ifdef __VMLINUX_H__
 	walk_hide(w);
 #endif
 	for (__u32 i = 0; i < WALK_MEMO_SIZE; i++)
 		w->scratch->memo[i].code = 0;
+	for (__u32 i = 0; i < WALK_PAGES; i++)
+		w->scratch->tags[i].page = 0;
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
@@ -275,52 +308,87 @@ WALK_INLINE void walk_mark_entry(struct walk_state *w)
 		w->out[(w->n - 1) & (BPFPY_MAX_DEPTH - 1)].instr |= (__s32)FRAME_INSTR_ENTRY;
 }
 
-/* Copy [lo, lo + len) into scratch->span; 0 on success. */
-WALK_INLINE int walk_copy(struct walk_state *w, __u64 lo, __u64 len)
+/* The page slot for page number pn (address >> 12), NULL only in BPF
+ * where the map lookup could fail. */
+WALK_INLINE struct walk_page *walk_page_slot(struct walk_state *w, __u64 pn)
 {
-	if (len > BPFPY_FRAME_SPAN)
-		len = BPFPY_FRAME_SPAN;
+#ifdef __VMLINUX_H__
+	__u32 k = SCRATCH_SLOT * WALK_PAGES + (__u32)(pn & (WALK_PAGES - 1));
+
+	(void)w;
+	return bpf_map_lookup_elem(&walk_pages, &k);
+#else
+	return &w->scratch->pages[pn & (WALK_PAGES - 1)];
+#endif
+}
+
+/* Copy len bytes at addr into p (at most a page); 0 on success. */
+WALK_INLINE int walk_copy(struct walk_state *w, struct walk_page *p, __u64 addr, __u64 len)
+{
+	if (len > WALK_PAGE)
+		len = WALK_PAGE;
 #ifdef __VMLINUX_H__
 	/* Keep the clamp next to the read, where the verifier checks it. */
 	barrier_var(len);
 #endif
-	if (WALK_READ(w->reader, w->scratch->span, len, lo))
-		return -1;
-	w->span_base = lo;
-	w->span_len = (__u32)len;
-	return 0;
+	return WALK_READ(w->reader, p->data, len, addr) ? -1 : 0;
 }
 
 /*
- * Make scratch->span hold the frame at addr, and return its offset there,
- * or -1 if the frame cannot be read. A frame already inside the last copy
- * costs nothing: that is how a deep chain is walked with one copy per few
- * dozen frames. Each frame's previous lies below it: 3.11+ frames are
- * pushed one above the other in the thread's data-stack chunks, and <= 3.10
- * frame objects, from pymalloc, come out at falling addresses too (448
- * bytes apart in a recursion). So a copy ends at the frame's end (above it
- * the stack is unused, its pages may not be resident) and reaches down to
- * the start of the frame's page, never further: the page below may belong
- * to another mapping, or not be resident, and one bad byte fails a whole
- * copy. The frame's own bytes are thus all a copy needs to be readable:
- * a frame that cannot be read is an error, exactly as with one read per
- * frame, and nothing else is. The first copy of a walk is small: a copy
- * costs per byte as well as per call, and most samples are shallow.
+ * The bytes of the frame at addr (its first fsize bytes, then spare room
+ * for masked field reads), or NULL if the frame cannot be read.
+ *
+ * Frames are read by the page: a frame's page is resident as a whole if
+ * the frame is, so copying all of it fails only where the frame's own
+ * read would, and the frames it links to are usually in it or in a page
+ * copied just before. 3.11+ frames are pushed one above the other in the
+ * thread's data-stack chunks, so a chain runs down through its pages;
+ * <= 3.10 frame objects come from pymalloc pools of one page each and a
+ * long-running recursion hands them out in an order that hops among a few
+ * pools (a 300-deep chain on 3.10 visits about 33 pages, most of them
+ * again and again: one copy per frame when only the last copy was kept,
+ * 257 copies per sample). Hence WALK_PAGES slots, direct-mapped by page
+ * number, valid for one walk only (the target runs between samples).
+ * A frame that crosses a page's end is read on its own into fbuf: the
+ * next page may not be mapped. The first copy of a walk is small, from
+ * the frame's end down at most WALK_SPAN_FIRST bytes: a copy costs per
+ * byte as well as per call, and most samples are shallow.
  */
-WALK_INLINE int walk_fill(struct walk_state *w, __u64 addr)
+WALK_INLINE const __u8 *walk_fill(struct walk_state *w, __u64 addr)
 {
-	__u64 end = addr + w->fsize, lo = addr & ~(WALK_PAGE - 1);
+	struct walk_scratch *s = w->scratch;
+	__u64 pn = addr >> 12, page = addr & ~(__u64)WALK_PAGE_MASK;
+	__u32 off = (__u32)(addr & WALK_PAGE_MASK), lo, hi;
+	struct walk_page_tag *t = &s->tags[pn & (WALK_PAGES - 1)];
+	struct walk_page *p;
 
-	if (addr >= w->span_base && addr - w->span_base + w->fsize <= w->span_len)
-		return (int)((addr - w->span_base) & WALK_SPAN_MASK);
-	if (end - lo > w->span_max)
-		lo = end - w->span_max;
+	if (off + w->fsize > WALK_PAGE)
+		goto alone;
+	p = walk_page_slot(w, pn);
+	if (!p)
+		return NULL;
+	if (t->page == page && off >= t->lo && off + w->fsize <= t->hi)
+		return p->data + ((off - t->lo) & WALK_PAGE_MASK);
+	hi = WALK_PAGE;
+	lo = 0;
+	if (w->span_max < WALK_PAGE) {
+		hi = off + w->fsize;
+		lo = hi > w->span_max ? hi - w->span_max : 0;
+	}
+	w->span_max = WALK_PAGE;
+	if (!walk_copy(w, p, page + lo, hi - lo)) {
+		t->page = page;
+		t->lo = (__u16)lo;
+		t->hi = (__u16)hi;
+		return p->data + ((off - lo) & WALK_PAGE_MASK);
+	}
 	/* Only where memory is not in pages (images in tests and fuzzers)
-	 * can a frame be readable and the start of its page not. */
-	if (walk_copy(w, lo, end - lo) && (lo == addr || walk_copy(w, addr, w->fsize)))
-		return -1;
-	w->span_max = BPFPY_FRAME_SPAN;
-	return (int)((addr - w->span_base) & WALK_SPAN_MASK);
+	 * can a frame be readable and the rest of its page not. */
+	t->page = 0;
+alone:
+	if (WALK_READ(w->reader, s->fbuf, w->fsize & (2 * BPFPY_FRAME_BUF - 1), addr))
+		return NULL;
+	return s->fbuf;
 }
 
 WALK_INLINE struct walk_memo *walk_memo_slot(struct walk_scratch *s, __u64 code)
@@ -369,7 +437,6 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	__u32 n = w->n, owner, fp;
 	struct frame_rec *rec;
 	const __u8 *f;
-	int off;
 
 	/* base_frame is 0 unless the version promises one (3.15+); before,
 	 * the last frame must be an entry frame (bottom_ok stays 1 when the
@@ -389,12 +456,11 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		return 1;
 	}
 	w->visited++;
-	off = walk_fill(w, frame);
-	if (off < 0) {
+	f = walk_fill(w, frame);
+	if (!f) {
 		w->err = WALK_ERR_READ_FRAME;
 		return 1;
 	}
-	f = w->scratch->span + (off & WALK_SPAN_MASK);
 	prev = walk_u64(f, o->frame_previous, WALK_FBUF_MASK);
 	if (prev == frame) {
 		w->err = WALK_ERR_CYCLE;

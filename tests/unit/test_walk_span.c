@@ -3,11 +3,13 @@
  * The walker's bulk reads (bpf/frame_walker.h: walk_fill, walk_code), on
  * the host build of the one walker: chains laid out as CPython lays them
  * out (3.11+: frames one above the other in data-stack chunks; <= 3.10:
- * frame objects handed out downwards), walked through copies of up to
- * BPFPY_FRAME_SPAN bytes. Each case must give the right stack or the
- * right error, exactly as one read per frame did: chains over two chunks,
- * a previous pointer that leaves the copy (a generator's frame on the
- * heap) or points nowhere, cycles inside one copy, torn chains.
+ * frame objects from pymalloc pools, the chain hopping among a few pools),
+ * walked through page copies kept for one walk. Each case must give the
+ * right stack or the right error, exactly as one read per frame did:
+ * chains over two chunks, a previous pointer that leaves the copy (a
+ * generator's frame on the heap) or points nowhere, cycles inside one
+ * copy, torn chains, pools visited in turn, two pages on one slot, and
+ * memory that changed since the last walk.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +32,9 @@
 #define CHUNK2	  0x900000ull
 #define CHUNK_LEN 0x4000ull
 #define HEAP	  0xa00040ull /* an image region that starts mid-page */
+#define POOLS	  0xb00000ull /* <= 3.10: page-sized pymalloc pools */
+#define NPOOLS	  (WALK_PAGES + 2)
+#define FOBJ	  0x1a0 /* a 3.10 frame object's size in a recursion */
 #define CODES	  0x600000ull
 #define CODE(i)	  (CODES + (uint64_t)(i)*0x400ull)
 #define CODE_TYPE 0x200000ull
@@ -40,7 +45,7 @@
 /* The target's memory, zeroed by init() in one go. */
 static struct {
 	uint8_t ts[0x1000], cf[0x100], c1[CHUNK_LEN], c2[CHUNK_LEN], heap[0x1000],
-	    code[NCODES * 0x400];
+	    code[NCODES * 0x400], pools[NPOOLS * 0x1000];
 } mem;
 #define ts_b   mem.ts
 #define cf_b   mem.cf
@@ -66,6 +71,8 @@ static uint8_t *host(uint64_t a)
 		return c2_b + (a - CHUNK2);
 	if (a >= HEAP && a < HEAP + sizeof(heap_b))
 		return heap_b + (a - HEAP);
+	if (a >= POOLS && a < POOLS + sizeof(mem.pools))
+		return mem.pools + (a - POOLS);
 	fail_msg("address 0x%llx outside the image", (unsigned long long)a);
 	return NULL;
 }
@@ -148,7 +155,8 @@ static void finish(struct img *im)
 	im->regions[3] = (struct mem_region){CHUNK2, c2_b, sizeof(c2_b)};
 	im->regions[4] = (struct mem_region){HEAP, heap_b, sizeof(heap_b)};
 	im->regions[5] = (struct mem_region){CODES, code_b, sizeof(code_b)};
-	mem_reader_init_image(&im->r, im->regions, 6);
+	im->regions[6] = (struct mem_region){POOLS, mem.pools, sizeof(mem.pools)};
+	mem_reader_init_image(&im->r, im->regions, 7);
 }
 
 struct result {
@@ -160,13 +168,20 @@ struct result {
 
 static struct result res;
 
-static int walk(struct img *im)
+/* Walk again with the scratch as the last walk left it, as BPF's per-CPU
+ * scratch is left from one sample to the next. */
+static int walk_again(struct img *im)
 {
-	memset(&res, 0xa5, sizeof(res)); /* stale scratch must not matter */
 	memset(&res.w, 0, sizeof(res.w));
 	im->r.reads = 0;
 	res.err = walk_run(&res.w, &im->cfg, &im->r, &res.s, res.out, im->cfg.max_depth, TSTATE);
 	return res.err;
+}
+
+static int walk(struct img *im)
+{
+	memset(&res, 0xa5, sizeof(res)); /* stale scratch must not matter */
+	return walk_again(im);
 }
 
 /* The walk gave frames im->addr[hi] down to im->addr[lo], leaf first. */
@@ -309,6 +324,71 @@ static void test_torn(void **state)
 	}
 }
 
+/* <= 3.10 after a recursion has run many times: pymalloc hands the frame
+ * objects out in an order that hops among a few pools, here a new pool at
+ * every frame (pool = frame * 3 mod 8), 9 frames to a pool. Each pool's
+ * page is copied once per walk, not once per frame. */
+static void test_pool_hops(void **state)
+{
+	struct img im;
+	int per[8] = {0};
+
+	(void)state;
+	init(&im, V310);
+	for (int i = 0; i < 72; i++) {
+		int pool = (i * 3) % 8;
+
+		/* downwards in each pool, as pymalloc's first pass hands out */
+		push(&im,
+		     POOLS + (uint64_t)pool * 0x1000 + 0x30 + (uint64_t)(8 - per[pool]++) * FOBJ,
+		     i % 4);
+	}
+	finish(&im);
+	assert_int_equal(walk(&im), WALK_OK);
+	assert_true(res.w.done);
+	expect_frames(&im, im.n - 1, 0);
+	/* 8 pages, 4 code objects, the thread state: 72 frame reads before */
+	assert_true(im.r.reads <= 8 + 1 + 4 + 2);
+
+	/* Over the same scratch, after the leaf's and the root's code changed
+	 * in place (their pages are still in the slots): read again. */
+	put64(host(im.addr[71]) + im.cfg.off.frame_code, CODE(7));
+	put64(host(im.addr[0]) + im.cfg.off.frame_code, CODE(6));
+	im.code[71] = 7;
+	im.code[0] = 6;
+	assert_int_equal(walk_again(&im), WALK_OK);
+	expect_frames(&im, im.n - 1, 0);
+}
+
+/* Two pools WALK_PAGES pages apart take the same slot: a chain that hops
+ * between them is still read right, a copy per hop, and again after the
+ * leaf's code and a link changed in place. */
+static void test_slot_conflict_and_fresh(void **state)
+{
+	struct img im;
+	int per[2] = {0};
+
+	(void)state;
+	init(&im, V310);
+	for (int i = 0; i < 16; i++) {
+		uint64_t pool = 1 + (uint64_t)(i % 2) * WALK_PAGES;
+
+		push(&im, POOLS + pool * 0x1000 + 0x30 + (uint64_t)(8 - per[i % 2]++) * FOBJ,
+		     i % 4);
+	}
+	finish(&im);
+	assert_int_equal(walk(&im), WALK_OK);
+	expect_frames(&im, im.n - 1, 0);
+	assert_true(im.r.reads >= 16);
+
+	put64(host(im.addr[15]) + im.cfg.off.frame_code, CODE(7));
+	im.code[15] = 7;
+	assert_int_equal(walk_again(&im), WALK_OK);
+	expect_frames(&im, im.n - 1, 0);
+	set_prev(&im, 10, 0x7000000ull);
+	assert_int_equal(walk_again(&im), WALK_ERR_READ_FRAME);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +396,8 @@ int main(void)
 	    cmocka_unit_test(test_previous_leaves_copy),
 	    cmocka_unit_test(test_cycle_inside_copy),
 	    cmocka_unit_test(test_torn),
+	    cmocka_unit_test(test_pool_hops),
+	    cmocka_unit_test(test_slot_conflict_and_fresh),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

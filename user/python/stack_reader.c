@@ -32,7 +32,8 @@ int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint6
 		      struct thread_stack *ts)
 {
 	const struct py_offsets *o = &cfg->off;
-	struct walk_scratch scratch;
+	/* Static: its page copies are 34 KiB, too much for a thread's stack. */
+	static _Thread_local struct walk_scratch scratch;
 	struct walk_state w;
 	uint64_t v = 0;
 
