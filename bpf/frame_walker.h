@@ -71,9 +71,9 @@ struct walk_page {
 };
 
 struct walk_page_tag {
-	__u64 page; /* the page's address; 0: the slot holds nothing */
+	__u64 page; /* the page's address */
 	__u16 lo;
-	__u16 hi;
+	__u16 hi; /* 0: the slot holds nothing (walk_tag_clear) */
 	__u32 pad;
 };
 
@@ -229,6 +229,15 @@ WALK_INLINE void walk_hide(struct walk_state *w)
 }
 #endif
 
+/* An empty slot holds no byte: page 0 is an address a hostile chain can
+ * name, so it must not meet the last walk's lo and hi there. */
+WALK_INLINE void walk_tag_clear(struct walk_page_tag *t)
+{
+	t->page = 0;
+	t->lo = 0;
+	t->hi = 0;
+}
+
 /*
  * Point the walk at a thread's innermost frame. Every decision that depends
  * only on the version is taken here, once, and stored as a mask or an offset
@@ -264,7 +273,7 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	for (__u32 i = 0; i < WALK_MEMO_SIZE; i++)
 		w->scratch->memo[i].code = 0;
 	for (__u32 i = 0; i < WALK_PAGES; i++)
-		w->scratch->tags[i].page = 0;
+		walk_tag_clear(&w->scratch->tags[i]);
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
@@ -384,7 +393,7 @@ WALK_INLINE const __u8 *walk_fill(struct walk_state *w, __u64 addr)
 	}
 	/* Only where memory is not in pages (images in tests and fuzzers)
 	 * can a frame be readable and the rest of its page not. */
-	t->page = 0;
+	walk_tag_clear(t);
 alone:
 	if (WALK_READ(w->reader, s->fbuf, w->fsize & (2 * BPFPY_FRAME_BUF - 1), addr))
 		return NULL;

@@ -358,6 +358,12 @@ static void test_pool_hops(void **state)
 	im.code[0] = 6;
 	assert_int_equal(walk_again(&im), WALK_OK);
 	expect_frames(&im, im.n - 1, 0);
+
+	/* The leaf linking into page 0, after a walk that filled the slot
+	 * page 0 maps to (pool 0's) and before this walk touches it:
+	 * unreadable, not the last walk's copy. */
+	set_prev(&im, 71, 0x40);
+	assert_int_equal(walk_again(&im), WALK_ERR_READ_FRAME);
 }
 
 /* Two pools WALK_PAGES pages apart take the same slot: a chain that hops
