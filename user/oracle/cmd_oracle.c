@@ -155,7 +155,7 @@ static const struct argp_option options[] = {
     {"runs", OPT_RUNS, "N", 0, "Repeat everything N times (default 1)", 0},
     {"slowdown-pairs", OPT_PAIRS, "N", 0,
      "On/off pairs of sub-windows per mode window, for slowdown% (default: 50 ms sub-windows, "
-     "at most 64 pairs)",
+     "at most 256 pairs)",
      0},
     {"rate", OPT_RATE, "KHZ", 0, "Sampling rate in kHz (default 100; 0 = as fast as possible)", 0},
     {"rate-khz", OPT_RATE, "KHZ", OPTION_ALIAS, NULL, 0},
@@ -296,8 +296,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PAIRS:
 		o->slowdown_pairs = (int)parse_num(state, "--slowdown-pairs", arg, 1);
-		if (o->slowdown_pairs > 64)
-			argp_error(state, "--slowdown-pairs: at most 64");
+		if (o->slowdown_pairs > ORACLE_GATE_MAX_PAIRS)
+			argp_error(state, "--slowdown-pairs: at most %d", ORACLE_GATE_MAX_PAIRS);
 		break;
 	case OPT_PYTHON:
 		o->python = arg;
