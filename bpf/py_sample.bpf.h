@@ -224,10 +224,6 @@ static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *err)
 	return f.found;
 }
 
-/* The str header span read at once, at most; a power of two, and with
- * 8 bytes past it less than the smallest buffer (CODE_NAME_MAX). */
-#define NAME_HDR_SPAN 32
-
 /*
  * Copy the compact ASCII str at addr into buf (cap bytes, a power of two);
  * its length, or -1 when it is not compact ASCII, is too long, or cannot
@@ -238,28 +234,12 @@ static __always_inline int name_copy_str(const struct sample_req *q, __u64 addr,
 					 __u32 cap)
 {
 	const struct py_offsets *o = &q->cfg->off;
-	__u32 state = 0, lo, hi, hs = o->unicode_state + sizeof(state);
+	__u32 state = 0;
 	__s64 len = 0;
 
-	if (!addr)
+	if (!addr || WALK_READ(q->reader, &state, sizeof(state), addr + o->unicode_state) ||
+	    WALK_READ(q->reader, &len, sizeof(len), addr + o->unicode_length))
 		return -1;
-	/* state and length in one read of the header span that holds both
-	 * (16..36 on every version), into buf before the characters go there:
-	 * under `record -a` every helper call runs cold, and this runs for
-	 * every code object seen first, twice. The bytes read are the same
-	 * header bytes, so it fails exactly where the two reads would. */
-	lo = o->unicode_state < o->unicode_length ? o->unicode_state : o->unicode_length;
-	hi = o->unicode_length + sizeof(len);
-	hi = hs > hi ? hs : hi;
-	if (hi - lo <= NAME_HDR_SPAN) {
-		if (WALK_READ(q->reader, buf, (hi - lo) & (2 * NAME_HDR_SPAN - 1), addr + lo))
-			return -1;
-		state = walk_u32((const __u8 *)buf, o->unicode_state - lo, NAME_HDR_SPAN - 1);
-		len = (__s64)walk_u64((const __u8 *)buf, o->unicode_length - lo, NAME_HDR_SPAN - 1);
-	} else if (WALK_READ(q->reader, &state, sizeof(state), addr + o->unicode_state) ||
-		   WALK_READ(q->reader, &len, sizeof(len), addr + o->unicode_length)) {
-		return -1;
-	}
 	if ((state & o->str_ascii_mask) != o->str_ascii_value || len < 0 || len >= cap)
 		return -1;
 	if (WALK_READ(q->reader, buf, (__u32)len & (cap - 1), addr + o->ascii_data_off))
