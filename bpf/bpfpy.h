@@ -117,13 +117,6 @@ struct proc_config {
 	 * waits for the GIL. From py_gil_wait_range(); 0, 0 if unknown. */
 	__u64 gil_wait_lo;
 	__u64 gil_wait_hi;
-	/* A thread of this process and its thread state: the last one the
-	 * kernel found, or what user space saw at registration. A hint, checked
-	 * like tstate_cache's on every use (bpf/py_sample.bpf.h find_tstate),
-	 * kept here because this entry is looked up for every sample anyway. */
-	__u32 hint_tid; /* host tid, 0: none */
-	__u32 hint_pad;
-	__u64 hint_tstate;
 };
 
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */

@@ -172,53 +172,21 @@ static __always_inline void find_hide(struct find_ctx *f)
 	f->found = v[0];
 }
 
-/*
- * The hints, cheapest first: the process's own (in its proc_configs entry,
- * which the program has just looked up: no other map's cold bucket and
- * element, about 1.5 us of a sample under `record -a` at 100 Hz), then
- * tstate_cache by tid, then the search. Every hint is checked against the
- * thread's own id before use. The process hint is written by whichever
- * CPU last found a different thread; two CPUs writing at once can leave a
- * torn pair, which the check rejects like any other stale hint.
- */
-static __always_inline void find_note(const struct sample_req *q, __u32 tid, __u64 tstate)
-{
-	struct proc_config *cfg = (struct proc_config *)q->cfg; /* a map value */
-
-	if (cfg->hint_tid != tid || cfg->hint_tstate != tstate) {
-		cfg->hint_tid = tid;
-		cfg->hint_tstate = tstate;
-	}
-}
-
 static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *err)
 {
 	struct find_ctx f = {.q = q};
 	__u32 tid = q->tid;
-	__u64 *hint, t;
+	__u64 *hint = bpf_map_lookup_elem(&tstate_cache, &tid);
 
 	*err = 0;
-	if (q->cfg->hint_tid == tid) {
-		t = q->cfg->hint_tstate;
-		if (tstate_is_thread(q->reader, q->cfg, t, q->ns_tid, q->pthread_self))
-			return t;
-	}
-	hint = bpf_map_lookup_elem(&tstate_cache, &tid);
-	if (hint) {
-		t = *hint;
-		if (tstate_is_thread(q->reader, q->cfg, t, q->ns_tid, q->pthread_self)) {
-			find_note(q, tid, t);
-			return t;
-		}
-	}
+	if (hint && tstate_is_thread(q->reader, q->cfg, *hint, q->ns_tid, q->pthread_self))
+		return *hint;
 	find_hide(&f);
 	bpf_loop(TSTATE_SEARCH_MAX, find_step, &f, 0);
-	if (f.found) {
+	if (f.found)
 		bpf_map_update_elem(&tstate_cache, &tid, &f.found, BPF_ANY);
-		find_note(q, tid, f.found);
-	} else if (hint) {
+	else if (hint)
 		bpf_map_delete_elem(&tstate_cache, &tid);
-	}
 	if (!f.found)
 		*err = f.it.err;
 	return f.found;

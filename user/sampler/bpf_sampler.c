@@ -291,7 +291,7 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
  * 3.11+ keeps the tid of the target's PID namespace; the key is the host's.
  */
 void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-			      struct proc_config *cfg)
+			      const struct proc_config *cfg)
 {
 	struct diag d = {0};
 	struct tstate_iter it;
@@ -308,15 +308,8 @@ void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reade
 		if (mem_read(r, &v, sizeof(v), tstate + cfg->off.tstate_native_thread_id))
 			continue;
 		tid = nt.nested ? proc_ns_host_tid(&nt, (uint32_t)v) : (uint32_t)v;
-		if (!tid)
-			continue;
-		bpf_map_update_elem(s->tstates_fd, &tid, &tstate, BPF_ANY);
-		/* The list's head, the newest thread: for the many processes
-		 * with one thread, the one every sample is of. */
-		if (!cfg->hint_tid) {
-			cfg->hint_tid = tid;
-			cfg->hint_tstate = tstate;
-		}
+		if (tid)
+			bpf_map_update_elem(s->tstates_fd, &tid, &tstate, BPF_ANY);
 	}
 	proc_ns_tids_free(&nt);
 }

@@ -48,10 +48,9 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
 /* Tell the kernel pid's thread states now (tid -> tstate hints), so that
  * a thread's first sample is one checked read, not a search of the thread
- * list; and put one of them in cfg's own hint: call before
- * bpf_sampler_add(). Best effort: a hint is checked on every use. */
+ * list. Best effort: a hint is checked on every use. */
 void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-			      struct proc_config *cfg);
+			      const struct proc_config *cfg);
 /* Did pid call execve since it was added? The kernel has then already
  * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
