@@ -96,8 +96,10 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		code_cache_free(t->cache);
 		goto fail;
 	}
-	if (ts->sampler) /* names of code freed before we read them */
+	if (ts->sampler) { /* names of code freed before we read them */
 		code_cache_set_names(t->cache, bpf_sampler_code_name, ts->sampler, (uint32_t)pid);
+		bpf_sampler_seed_threads(ts->sampler, pid, &t->proc->mem, &t->proc->cfg);
+	}
 	ts->t[ts->n++] = t;
 	if (ts->verbose) {
 		char ec[64], ev[64], en[512];

@@ -17,6 +17,8 @@
 #include "offcpu.h"
 #include "native_tables.h"
 #include "proc.h"
+#include "proc_ns.h"
+#include "walker_user.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
 
@@ -31,6 +33,7 @@ struct bpf_sampler {
 	struct bpf_link *exec_link; /* bpf/exec_watch.bpf.h */
 	struct bpf_link *fork_link; /* same, targets_grow only */
 	int configs_fd, counters_fd, execed_fd, names_fd;
+	int tstates_fd;		 /* tstate_cache: tid -> thread state hints */
 	int new_fd, new_lost_fd; /* targets_grow: bpf/exec_watch.bpf.h new_pids */
 	pid_t only_pid;		 /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
@@ -164,6 +167,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->counters_fd = bpf_map__fd(s->wskel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->wskel->maps.execed);
 		s->names_fd = bpf_map__fd(s->wskel->maps.code_names);
+		s->tstates_fd = bpf_map__fd(s->wskel->maps.tstate_cache);
 		s->new_fd = bpf_map__fd(s->wskel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->wskel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->wskel->maps.events);
@@ -172,6 +176,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
 		s->names_fd = bpf_map__fd(s->skel->maps.code_names);
+		s->tstates_fd = bpf_map__fd(s->skel->maps.tstate_cache);
 		s->new_fd = bpf_map__fd(s->skel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->skel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->skel->maps.events);
@@ -270,6 +275,43 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 		diag_report(d);
 	}
 	return 0;
+}
+
+/* Threads seeded per process at most: a bound on the reads, not a limit on
+ * what is sampled (a thread without a hint is searched for once). */
+#define SEED_THREADS_MAX 1024
+
+/*
+ * Under `record -a` at 100 Hz most threads are sampled a few times a run,
+ * so the first sample's search of the thread list (about 4 times a hinted
+ * sample's find, and then an LRU insert) was a large part of the average.
+ * The kernel validates every hint against the thread's own id before use
+ * (find_tstate), so a stale or wrong entry here costs only that search.
+ * Python <= 3.10 keeps no OS tid in a thread state: nothing to key by.
+ * 3.11+ keeps the tid of the target's PID namespace; the key is the host's.
+ */
+void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
+			      const struct proc_config *cfg)
+{
+	struct diag d = {0};
+	struct tstate_iter it;
+	struct ns_tids nt;
+
+	if (!cfg->off.tstate_native_thread_id || proc_ns_tids_read(pid, &nt, &d))
+		return;
+	memset(&it, 0, sizeof(it));
+	for (uint32_t i = 0; i < SEED_THREADS_MAX && tstate_iter_next(r, cfg, &it, i); i++) {
+		uint64_t v = 0;
+		__u64 tstate = it.tstate;
+		__u32 tid;
+
+		if (mem_read(r, &v, sizeof(v), tstate + cfg->off.tstate_native_thread_id))
+			continue;
+		tid = nt.nested ? proc_ns_host_tid(&nt, (uint32_t)v) : (uint32_t)v;
+		if (tid)
+			bpf_map_update_elem(s->tstates_fd, &tid, &tstate, BPF_ANY);
+	}
+	proc_ns_tids_free(&nt);
 }
 
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)

@@ -13,6 +13,7 @@
 
 #include "bpfpy.h"
 #include "diag.h"
+#include "mem_reader.h"
 
 struct bpf_sampler_opts {
 	double rate_hz;		 /* wanted mean rate per running thread */
@@ -45,6 +46,11 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg,
 		    struct diag *d);
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
+/* Tell the kernel pid's thread states now (tid -> tstate hints), so that
+ * a thread's first sample is one checked read, not a search of the thread
+ * list. Best effort: a hint is checked on every use. */
+void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
+			      const struct proc_config *cfg);
 /* Did pid call execve since it was added? The kernel has then already
  * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
