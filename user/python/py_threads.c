@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "proc_ns.h"
 #include "pystr.h"
@@ -97,17 +96,6 @@ static int collect_one(void *ctx, uint64_t key, uint64_t thread)
 }
 
 /* Is pid in another PID namespace than ours? */
-static int pid_ns_nested(pid_t pid)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	if (stat(path, &a) || stat("/proc/self/ns/pid", &b))
-		return 0;
-	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
-}
-
 /* _native_id is the target's own tid: in a container, translate it (the
  * entries from n0 on, those just read). */
 static void host_tids(struct py_process *p, struct py_tnames *t, size_t n0)
@@ -115,7 +103,7 @@ static void host_tids(struct py_process *p, struct py_tnames *t, size_t n0)
 	struct diag d = {0};
 	struct ns_tids nt;
 
-	if (t->n <= n0 || !pid_ns_nested(p->pid))
+	if (t->n <= n0 || !proc_ns_pid_nested(p->pid))
 		return;
 	if (proc_ns_tids_read(p->pid, &nt, &d)) {
 		for (size_t i = n0; i < t->n; i++)

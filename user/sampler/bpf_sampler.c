@@ -288,16 +288,19 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
  * The kernel validates every hint against the thread's own id before use
  * (find_tstate), so a stale or wrong entry here costs only that search.
  * Python <= 3.10 keeps no OS tid in a thread state: nothing to key by.
- * 3.11+ keeps the tid of the target's PID namespace; the key is the host's.
+ * 3.11+ keeps the tid of the target's PID namespace; the key is the host's,
+ * so the status files are read only for a target in a PID namespace of its
+ * own (elsewhere the two are one, and 200 targets read them for nothing).
  */
 void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			      const struct proc_config *cfg)
 {
 	struct diag d = {0};
 	struct tstate_iter it;
-	struct ns_tids nt;
+	struct ns_tids nt = {0};
 
-	if (!cfg->off.tstate_native_thread_id || proc_ns_tids_read(pid, &nt, &d))
+	if (!cfg->off.tstate_native_thread_id ||
+	    (proc_ns_pid_nested(pid) && proc_ns_tids_read(pid, &nt, &d)))
 		return;
 	memset(&it, 0, sizeof(it));
 	for (uint32_t i = 0; i < SEED_THREADS_MAX && tstate_iter_next(r, cfg, &it, i); i++) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 /* A status file is about 1.5 KiB and NSpid sits in its first third; read a
  * bounded prefix, enough with room to spare. */
@@ -162,4 +163,15 @@ void proc_ns_tids_free(struct ns_tids *t)
 {
 	free(t->v);
 	memset(t, 0, sizeof(*t));
+}
+
+int proc_ns_pid_nested(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &a) || stat("/proc/self/ns/pid", &b))
+		return 0;
+	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }

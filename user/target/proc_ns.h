@@ -46,4 +46,9 @@ uint32_t proc_ns_inner_tid(const struct ns_tids *t, uint32_t host_tid);
 
 void proc_ns_tids_free(struct ns_tids *t);
 
+/* 1 if pid's PID namespace is not ours (two stats: much cheaper than
+ * proc_ns_tids_read, which reads a status file per thread). 0 if not, or
+ * if either cannot be looked at. */
+int proc_ns_pid_nested(pid_t pid);
+
 #endif /* PROC_NS_H */
