@@ -73,7 +73,7 @@ struct walk_page {
 struct walk_page_tag {
 	__u64 page; /* the page's address */
 	__u16 lo;
-	__u16 hi; /* 0: the slot holds nothing (walk_tag_clear) */
+	__u16 hi; /* 0: the slot holds nothing, whatever page and lo say */
 	__u32 pad;
 };
 
@@ -229,12 +229,11 @@ WALK_INLINE void walk_hide(struct walk_state *w)
 }
 #endif
 
-/* An empty slot holds no byte: page 0 is an address a hostile chain can
- * name, so it must not meet the last walk's lo and hi there. */
+/* An empty slot holds no byte: hi 0 fails every hit test whatever page
+ * and lo still say (page 0 is an address a hostile chain can name). One
+ * store per slot, 32 per walk. */
 WALK_INLINE void walk_tag_clear(struct walk_page_tag *t)
 {
-	t->page = 0;
-	t->lo = 0;
 	t->hi = 0;
 }
 

@@ -28,6 +28,16 @@ const char *walk_error_name(int err)
 	return walk_errors[err];
 }
 
+uint32_t stack_thread_tid(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate)
+{
+	uint64_t v = 0;
+
+	if (!cfg->off.tstate_native_thread_id ||
+	    mem_read(r, &v, sizeof(v), tstate + cfg->off.tstate_native_thread_id))
+		return 0;
+	return (uint32_t)v;
+}
+
 int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
 		      struct thread_stack *ts)
 {
@@ -42,11 +52,8 @@ int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint6
 	ts->flags = 0;
 	ts->err = 0;
 	ts->nframes = 0;
-	ts->tid = 0;
+	ts->tid = stack_thread_tid(r, cfg, tstate);
 	ts->pthread_id = 0;
-	if (o->tstate_native_thread_id &&
-	    !mem_read(r, &v, sizeof(v), tstate + o->tstate_native_thread_id))
-		ts->tid = (uint32_t)v;
 	if (!mem_read(r, &v, sizeof(v), tstate + o->tstate_thread_id))
 		ts->pthread_id = v;
 	walk_run(&w, cfg, r, &scratch, ts->frames, cfg->max_depth, tstate);

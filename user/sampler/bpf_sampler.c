@@ -18,6 +18,7 @@
 #include "native_tables.h"
 #include "proc.h"
 #include "proc_ns.h"
+#include "stack_reader.h"
 #include "walker_user.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
@@ -304,13 +305,11 @@ void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reade
 		return;
 	memset(&it, 0, sizeof(it));
 	for (uint32_t i = 0; i < SEED_THREADS_MAX && tstate_iter_next(r, cfg, &it, i); i++) {
-		uint64_t v = 0;
 		__u64 tstate = it.tstate;
-		__u32 tid;
+		__u32 tid = stack_thread_tid(r, cfg, tstate);
 
-		if (mem_read(r, &v, sizeof(v), tstate + cfg->off.tstate_native_thread_id))
-			continue;
-		tid = nt.nested ? proc_ns_host_tid(&nt, (uint32_t)v) : (uint32_t)v;
+		if (tid && nt.nested)
+			tid = proc_ns_host_tid(&nt, tid);
 		if (tid)
 			bpf_map_update_elem(s->tstates_fd, &tid, &tstate, BPF_ANY);
 	}
