@@ -10,6 +10,7 @@
 #define PY_SAMPLE_BPF_H
 
 #include "bpfpy.h"
+#include "code_name.h"
 
 /* The includer's slot in the per-CPU scratch array, so that programs that
  * can nest on one CPU (a tick interrupting a uprobe) never share a buffer. */
@@ -37,7 +38,8 @@ struct {
 } proc_configs SEC(".maps");
 
 /* tid -> thread state. A hint only: re-validated on every hit, because a
- * thread state can be freed and its tid reused. */
+ * thread state can be freed and its tid reused. Behind the process's own
+ * slots (proc_config.tstates), which hold most threads of most processes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -109,7 +111,7 @@ static __always_inline int tstate_is_thread(WALK_READER_T *r, const struct proc_
  * each program from its task (bpf/task_ids.bpf.h) and, for trace, the probe.
  */
 struct sample_req {
-	const struct proc_config *cfg;
+	struct proc_config *cfg; /* writable: named[] */
 	WALK_READER_T *reader;
 	__u64 start_ns;	    /* when the program started, for ts_ns and cost */
 	__u64 pthread_self; /* the thread's fs base: pthread_self() with glibc */
@@ -176,68 +178,28 @@ static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *err)
 {
 	struct find_ctx f = {.q = q};
 	__u32 tid = q->tid;
-	__u64 *hint = bpf_map_lookup_elem(&tstate_cache, &tid);
+	__u64 *slot = &q->cfg->tstates[tid & (PROC_TSTATE_SLOTS - 1)];
+	__u64 *hint, own = *slot;
 
 	*err = 0;
-	if (hint && tstate_is_thread(q->reader, q->cfg, *hint, q->ns_tid, q->pthread_self))
+	if (own && tstate_is_thread(q->reader, q->cfg, own, q->ns_tid, q->pthread_self))
+		return own;
+	hint = bpf_map_lookup_elem(&tstate_cache, &tid);
+	if (hint && tstate_is_thread(q->reader, q->cfg, *hint, q->ns_tid, q->pthread_self)) {
+		*slot = *hint;
 		return *hint;
+	}
 	find_hide(&f);
 	bpf_loop(TSTATE_SEARCH_MAX, find_step, &f, 0);
-	if (f.found)
+	if (f.found) {
 		bpf_map_update_elem(&tstate_cache, &tid, &f.found, BPF_ANY);
-	else if (hint)
+		*slot = f.found;
+	} else if (hint) {
 		bpf_map_delete_elem(&tstate_cache, &tid);
+	}
 	if (!f.found)
 		*err = f.it.err;
 	return f.found;
-}
-
-/*
- * Copy the compact ASCII str at addr into buf (cap bytes, a power of two);
- * its length, or -1 when it is not compact ASCII, is too long, or cannot
- * be read: the name is then left to user space. The length is masked, not
- * only checked, so that the verifier sees the read stay inside buf.
- */
-static __always_inline int name_copy_str(const struct sample_req *q, __u64 addr, char *buf,
-					 __u32 cap)
-{
-	const struct py_offsets *o = &q->cfg->off;
-	__u32 state = 0;
-	__s64 len = 0;
-
-	if (!addr || WALK_READ(q->reader, &state, sizeof(state), addr + o->unicode_state) ||
-	    WALK_READ(q->reader, &len, sizeof(len), addr + o->unicode_length))
-		return -1;
-	if ((state & o->str_ascii_mask) != o->str_ascii_value || len < 0 || len >= cap)
-		return -1;
-	if (WALK_READ(q->reader, buf, (__u32)len & (cap - 1), addr + o->ascii_data_off))
-		return -1;
-	return (int)len;
-}
-
-/* The first CODE_TABLE_MAX bytes of the bytes object at addr (the line
- * table) into n->table; 0, or -1 when unreadable. */
-static __always_inline int name_copy_table(const struct sample_req *q, __u64 addr,
-					   struct code_name *n)
-{
-	const struct py_offsets *o = &q->cfg->off;
-	__s64 size = 0;
-
-	if (!addr || WALK_READ(q->reader, &size, sizeof(size), addr + o->bytes_size) || size < 0)
-		return -1;
-	if (size >= CODE_TABLE_MAX) {
-		if (WALK_READ(q->reader, n->table, CODE_TABLE_MAX, addr + o->bytes_data))
-			return -1;
-		n->table_len = CODE_TABLE_MAX;
-		if (size > CODE_TABLE_MAX)
-			n->flags |= CODE_NAME_CUT;
-		return 0;
-	}
-	if (WALK_READ(q->reader, n->table, (__u32)size & (CODE_TABLE_MAX - 1),
-		      addr + o->bytes_data))
-		return -1;
-	n->table_len = (__u16)size;
-	return 0;
 }
 
 struct name_ctx {
@@ -248,23 +210,22 @@ struct name_ctx {
 };
 
 /*
- * Name one frame's code object unless code_names knows it: re-read its
- * header (the walk's copy is gone), check it is still the object the walk
- * fingerprinted, copy what fits. The common case is one hash lookup; a
- * frame with the same code as the one before (recursion) costs nothing.
+ * Name one frame's code object unless it is known to be named: in the
+ * process's filter (proc_config.named), else in code_names. An unknown one
+ * is copied (bpf/code_name.h) while the frame runs it. The common case
+ * costs one compare; a frame with the same code as the one before
+ * (recursion) costs nothing.
  */
 static int name_step(__u32 i, void *data)
 {
 	struct name_ctx *c = data;
 	const struct sample_req *q = c->q;
-	const struct py_offsets *o = &q->cfg->off;
 	struct sample_scratch *sc = c->sc;
-	struct code_name *n = &sc->name;
 	const struct frame_rec *f;
 	struct walk_memo *m;
 	struct code_name_key k = {.pid = q->pid};
-	__u32 csize, name_off = o->code_qualname ? o->code_qualname : o->code_name;
-	int len;
+	__u64 tag;
+	__u32 slot;
 
 	if (i >= c->n)
 		return 1;
@@ -283,33 +244,20 @@ static int name_step(__u32 i, void *data)
 			return 0;
 		m->named = 1;
 	}
+	tag = code_named_tag(f->code, f->fingerprint);
+	slot = code_named_slot(tag);
+	if (q->cfg->named[slot] == tag)
+		return 0;
 	k.code = f->code;
 	k.fingerprint = f->fingerprint;
-	if (bpf_map_lookup_elem(&code_names, &k))
-		return 0;
-	csize = o->code_read_size > BPFPY_CODE_BUF ? BPFPY_CODE_BUF : o->code_read_size;
-	if (WALK_READ(q->reader, sc->ws.cbuf, csize & WALK_CBUF_MASK, k.code) ||
-	    walk_fingerprint(sc->ws.cbuf, o) != k.fingerprint)
-		return 0;
-	n->flags = 0;
-	n->file_len = 0;
-	n->table_len = 0;
-	n->firstlineno = (__s32)walk_u32(sc->ws.cbuf, o->code_firstlineno, WALK_CBUF_MASK);
-	len = name_copy_str(q, walk_u64(sc->ws.cbuf, name_off, WALK_CBUF_MASK), n->name,
-			    CODE_NAME_MAX);
-	if (len < 0)
-		return 0; /* no name: nothing worth keeping */
-	n->name_len = (__u16)len;
-	len = name_copy_str(q, walk_u64(sc->ws.cbuf, o->code_filename, WALK_CBUF_MASK), n->file,
-			    CODE_FILE_MAX);
-	if (len >= 0) {
-		n->file_len = (__u16)len;
-		n->flags |= CODE_NAME_FILE;
+	if (!bpf_map_lookup_elem(&code_names, &k)) {
+		if (code_name_fill(q->reader, &q->cfg->off, k.code, k.fingerprint, sc->ws.cbuf,
+				   &sc->name))
+			return 0;
+		if (!bpf_map_update_elem(&code_names, &k, &sc->name, BPF_NOEXIST))
+			c->named++;
 	}
-	if (!name_copy_table(q, walk_u64(sc->ws.cbuf, o->code_linetable, WALK_CBUF_MASK), n))
-		n->flags |= CODE_NAME_TABLE;
-	if (!bpf_map_update_elem(&code_names, &k, n, BPF_NOEXIST))
-		c->named++;
+	q->cfg->named[slot] = tag;
 	return 0;
 }
 

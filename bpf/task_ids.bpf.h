@@ -46,12 +46,13 @@ static __always_inline __u32 task_ns_tid(struct task_struct *task, __u32 host_ti
 	return (__u32)nr;
 }
 
-/* Fill the task's part of a sample request. */
+/* Fill the task's part of a sample request (after its cfg). */
 static __always_inline void sample_req_task(struct sample_req *q, struct task_struct *task)
 {
 	q->pid = task->tgid;
 	q->tid = task->pid;
-	q->ns_tid = task_ns_tid(task, q->tid);
+	q->ns_tid =
+	    q->cfg && (q->cfg->flags & PROC_INITIAL_PID_NS) ? q->tid : task_ns_tid(task, q->tid);
 	/* pthread_self() is the thread's fs base with glibc on x86_64; only
 	 * Python <= 3.10, whose thread states lack the OS tid, needs it. */
 	q->pthread_self = task->thread.fsbase;

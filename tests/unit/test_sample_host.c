@@ -728,6 +728,110 @@ static void test_kernel_names(void **state)
 	}
 }
 
+/* The process's own thread-state slots (proc_config.tstates) come before
+ * tstate_cache: after a search the thread's slot holds its state and the
+ * next sample finds it there without the map. A wrong slot (another
+ * thread's state, an address that reads nothing) costs a search, never a
+ * wrong stack, and the search corrects it. <= 3.10 (pthread_self) too. */
+static void test_proc_tstate_slots(void **state)
+{
+	static const int depth[] = {2, 3};
+	static const uint32_t versions[] = {V310, V312};
+	const uint32_t slot = 5001 & (PROC_TSTATE_SLOTS - 1);
+
+	(void)state;
+	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		static const uint64_t wrong[] = {TSTATE(0), 0xdead0000ull};
+		struct image im;
+		const struct sample_hdr *h;
+
+		build(&im, versions[v], 2, depth);
+		h = tick(&im, 1, 1);
+		assert_non_null(h);
+		assert_int_equal(im.cfg.tstates[slot], TSTATE(1));
+		ncache = 0; /* the map forgot it: the slot alone finds it, no search */
+		h = tick(&im, 1, 1);
+		assert_non_null(h);
+		assert_int_equal(h->tstate, TSTATE(1));
+		assert_int_equal(ncache, 0);
+		for (size_t w = 0; w < 2; w++) {
+			im.cfg.tstates[slot] = wrong[w];
+			h = tick(&im, 1, 1);
+			assert_non_null(h);
+			assert_int_equal(h->tstate, TSTATE(1));
+			assert_int_equal(h->nframes, 3);
+			assert_int_equal(h->err, 0);
+			assert_int_equal(im.cfg.tstates[slot], TSTATE(1));
+		}
+	}
+}
+
+/* The filter in front of code_names (proc_config.named): a code object
+ * named, or found named, has its tag set, and a sample that finds the tag
+ * looks nothing up and copies nothing. The user-space fill that
+ * bpf_sampler_seed() runs copies exactly what the kernel copied. */
+static void test_named_filter(void **state)
+{
+	static const int depth[] = {2};
+	struct image im;
+	const struct py_offsets *o;
+	const struct sample_hdr *h;
+	const struct code_name *k0;
+	struct frame_rec fr[2];
+	struct code_name n;
+	__u8 cbuf[WALK_CBUF_SIZE + 8];
+	__u64 tag;
+
+	(void)state;
+	build(&im, V312, 1, depth);
+	o = &im.cfg.off;
+	put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+	put_table(o, 2, 20);
+	point_code(o, 0, 0, 1, 2);
+	point_code(o, 1, 0, 1, 2);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 2);
+	memcpy(fr, frames_of(h), sizeof(fr));
+	assert_int_equal(nnames, 2);
+	for (int i = 0; i < 2; i++) {
+		tag = code_named_tag(fr[i].code, fr[i].fingerprint);
+		assert_int_not_equal(tag, 0);
+		assert_int_equal(im.cfg.named[code_named_slot(tag)], tag);
+	}
+	/* the map evicted them: the filter still knows, nothing is copied */
+	nnames = 0;
+	assert_non_null(tick(&im, 0, 1));
+	assert_int_equal(nnames, 0);
+	assert_int_equal(counter_mem[CNT_NAMED], 2);
+	/* an empty filter (a new registration): looked up, copied again */
+	memset(im.cfg.named, 0, sizeof(im.cfg.named));
+	assert_non_null(tick(&im, 0, 1));
+	assert_int_equal(nnames, 2);
+	/* user space's copy of frame 0 is the kernel's */
+	k0 = names_mem[0].k.code == fr[0].code ? &names_mem[0].v : &names_mem[1].v;
+	memset(&n, 0x5a, sizeof(n));
+	assert_int_equal(code_name_fill(&im.r, o, fr[0].code, fr[0].fingerprint, cbuf, &n), 0);
+	assert_int_equal(n.firstlineno, k0->firstlineno);
+	assert_int_equal(n.flags, k0->flags);
+	assert_int_equal(n.name_len, 6);
+	assert_int_equal(n.name_len, k0->name_len);
+	assert_memory_equal(n.name, k0->name, n.name_len);
+	assert_int_equal(n.file_len, k0->file_len);
+	assert_memory_equal(n.file, k0->file, n.file_len);
+	assert_int_equal(n.table_len, 20);
+	assert_memory_equal(n.table, k0->table, n.table_len);
+	/* not the object it claims to be, or not readable: nothing */
+	assert_int_equal(code_name_fill(&im.r, o, fr[0].code, fr[0].fingerprint ^ 2, cbuf, &n), -1);
+	assert_int_equal(code_name_fill(&im.r, o, 0xdead0000ull, fr[0].fingerprint, cbuf, &n), -1);
+	/* a hostile length (negative, or past the buffer) names nothing */
+	put64(strs_b, o->unicode_length, (uint64_t)-5);
+	assert_int_equal(code_name_fill(&im.r, o, fr[0].code, fr[0].fingerprint, cbuf, &n), -1);
+	put64(strs_b, o->unicode_length, CODE_NAME_MAX);
+	assert_int_equal(code_name_fill(&im.r, o, fr[0].code, fr[0].fingerprint, cbuf, &n), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,6 +845,8 @@ int main(void)
 	    cmocka_unit_test(test_thread_list_loop_user),
 	    cmocka_unit_test(test_user_and_bpf_agree),
 	    cmocka_unit_test(test_kernel_names),
+	    cmocka_unit_test(test_proc_tstate_slots),
+	    cmocka_unit_test(test_named_filter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,7 +118,8 @@ static const char doc[] =
     "BPF time per kept tick, and per frame walked; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
-    "kernel named on first sight (so that code freed before we read it keeps its name); "
+    "kernel named on first sight (so that code freed before we read it keeps its name) "
+    "and bpfpy itself when it registered the process (the code then on its stacks); "
     "lines unknown = code locations (code object and instruction, each counted when it is "
     "named) drawn with line -1 because the line table is longer than the 64 KiB read (only "
     "printed when not 0); with "
@@ -664,8 +665,9 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	now = targets_cache_usage(c->ts, &live, &peak, &lines_cut);
 	fprintf(stderr,
 		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
-		"%llu named by the kernel\n",
-		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED]);
+		"%llu named by the kernel, %llu when registered\n",
+		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED],
+		(unsigned long long)bpf_sampler_seeded_names(s));
 	if (lines_cut)
 		fprintf(stderr,
 			"  lines unknown: %llu code locations named with line -1 (line table "

@@ -51,7 +51,8 @@ struct bpf_sampler {
 	int wall;
 	int targets_grow;
 	int nprocs;
-	struct offcpu *off; /* --clock offcpu|wall */
+	uint64_t seeded_names; /* code objects bpf_sampler_seed() named */
+	struct offcpu *off;    /* --clock offcpu|wall */
 	int offcpu;
 	struct native_tables *native; /* --native, --kernel */
 };
@@ -264,8 +265,15 @@ int bpf_sampler_start(struct bpf_sampler *s, struct diag *d)
 int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg, struct diag *d)
 {
 	__u32 key = pid;
+	struct proc_config c = *cfg;
 
-	if (bpf_map_update_elem(s->configs_fd, &key, cfg, BPF_ANY))
+	/* The kernel's to fill (bpfpy.h), and bpf_sampler_seed()'s. */
+	memset(c.named, 0, sizeof(c.named));
+	memset(c.tstates, 0, sizeof(c.tstates));
+	c.flags &= ~PROC_INITIAL_PID_NS;
+	if (proc_ns_pid_is_initial(pid))
+		c.flags |= PROC_INITIAL_PID_NS;
+	if (bpf_map_update_elem(s->configs_fd, &key, &c, BPF_ANY))
 		return diag_errno(d, errno, "pid %d: cannot register with the BPF sampler", pid);
 	s->nprocs++;
 	s->only_pid = s->nprocs == 1 && !s->targets_grow ? pid : 0;
@@ -278,42 +286,109 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 	return 0;
 }
 
-/* Threads seeded per process at most: a bound on the reads, not a limit on
- * what is sampled (a thread without a hint is searched for once). */
+/* Bounds on what is seeded per process: on the reads, not on what is
+ * sampled (a thread without a hint is searched for once, a code object
+ * without a name is named by the kernel on its first sample). */
 #define SEED_THREADS_MAX 1024
+#define SEED_NAMES_MAX	 256
+
+/*
+ * Name the code objects on the stack of the thread state tstate, as the
+ * kernel would on their first samples (bpf/code_name.h, the same code),
+ * each at most once: *budget counts down the objects looked at. Those
+ * named go into kc's filter too, as the kernel would put them.
+ */
+static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
+		       const struct proc_config *cfg, __u64 tstate, struct thread_stack *ts,
+		       int *budget, struct proc_config *kc)
+{
+	static _Thread_local __u8 cbuf[WALK_CBUF_SIZE + 8];
+	struct code_name n;
+	__u64 tag;
+
+	/* A live read of a running thread can be torn (its leaf frame popped
+	 * meanwhile): the walk then fails and names nothing. Read again. */
+	for (int tries = 0; tries < 3 && stack_read_thread(r, cfg, tstate, ts); tries++)
+		;
+	for (uint32_t i = 0; i < ts->nframes; i++) {
+		const struct frame_rec *f = &ts->frames[i];
+		struct code_name_key k = {
+		    .pid = (__u32)pid, .fingerprint = f->fingerprint, .code = f->code};
+
+		if (i > 0 && f->code == ts->frames[i - 1].code &&
+		    f->fingerprint == ts->frames[i - 1].fingerprint)
+			continue; /* recursion */
+		if ((*budget)-- <= 0)
+			break;
+		if (bpf_map_lookup_elem(s->names_fd, &k, &n)) { /* not named yet */
+			if (code_name_fill(r, &cfg->off, k.code, k.fingerprint, cbuf, &n) ||
+			    bpf_map_update_elem(s->names_fd, &k, &n, BPF_NOEXIST))
+				continue;
+			s->seeded_names++;
+		}
+		tag = code_named_tag(k.code, k.fingerprint);
+		kc->named[code_named_slot(tag)] = tag;
+	}
+}
 
 /*
  * Under `record -a` at 100 Hz most threads are sampled a few times a run,
- * so the first sample's search of the thread list (about 4 times a hinted
- * sample's find, and then an LRU insert) was a large part of the average.
- * The kernel validates every hint against the thread's own id before use
- * (find_tstate), so a stale or wrong entry here costs only that search.
- * Python <= 3.10 keeps no OS tid in a thread state: nothing to key by.
- * 3.11+ keeps the tid of the target's PID namespace; the key is the host's,
- * so the status files are read only for a target in a PID namespace of its
- * own (elsewhere the two are one, and 200 targets read them for nothing).
+ * so what a thread's first sample does once was much of the average: the
+ * search of the thread list (about 4 times a hinted sample's find, and then
+ * an LRU insert), and the naming of each code object on its stack. Both
+ * are done here instead, from user space, at registration.
+ *
+ * Thread states: the kernel validates every hint against the thread's own
+ * id before use (find_tstate), so a stale or wrong entry here costs only
+ * that search. Python <= 3.10 keeps no OS tid in a thread state: nothing to
+ * key by. 3.11+ keeps the tid of the target's PID namespace; the key is
+ * the host's, so the status files are read only for a target in a PID
+ * namespace of its own (elsewhere the two are one, and 200 targets read
+ * them for nothing).
+ *
+ * Names: a live read, so a stack may be torn, but a name is put under the
+ * (code, fingerprint) it was read with, checked as the kernel checks it; a
+ * sample that later shows that pair finds its name already there.
  */
-void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-			      const struct proc_config *cfg)
+void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
+		      const struct proc_config *cfg)
 {
 	struct diag d = {0};
 	struct tstate_iter it;
 	struct ns_tids nt = {0};
+	struct thread_stack *ts = malloc(sizeof(*ts));
+	int hints = cfg->off.tstate_native_thread_id != 0, budget = SEED_NAMES_MAX;
+	struct proc_config kc;
+	__u32 key = (__u32)pid;
 
-	if (!cfg->off.tstate_native_thread_id ||
-	    (proc_ns_pid_nested(pid) && proc_ns_tids_read(pid, &nt, &d)))
+	/* The registered copy, whose slots are the kernel's (bpfpy.h): what is
+	 * learnt here goes into them too, then back in one update. */
+	if (bpf_map_lookup_elem(s->configs_fd, &key, &kc)) {
+		free(ts);
 		return;
+	}
+	if (hints && proc_ns_pid_nested(pid) && proc_ns_tids_read(pid, &nt, &d))
+		hints = 0;
 	memset(&it, 0, sizeof(it));
 	for (uint32_t i = 0; i < SEED_THREADS_MAX && tstate_iter_next(r, cfg, &it, i); i++) {
 		__u64 tstate = it.tstate;
-		__u32 tid = stack_thread_tid(r, cfg, tstate);
+		__u32 tid = hints ? stack_thread_tid(r, cfg, tstate) : 0;
 
 		if (tid && nt.nested)
 			tid = proc_ns_host_tid(&nt, tid);
-		if (tid)
+		if (tid) {
+			__u64 *slot = &kc.tstates[tid & (PROC_TSTATE_SLOTS - 1)];
+
 			bpf_map_update_elem(s->tstates_fd, &tid, &tstate, BPF_ANY);
+			if (!*slot || tid == (__u32)pid) /* the main thread wins a shared slot */
+				*slot = tstate;
+		}
+		if (ts && budget > 0 && s->names_fd >= 0)
+			seed_names(s, pid, r, cfg, tstate, ts, &budget, &kc);
 	}
+	free(ts);
 	proc_ns_tids_free(&nt);
+	bpf_map_update_elem(s->configs_fd, &key, &kc, BPF_EXIST);
 }
 
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
@@ -415,6 +490,11 @@ int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t f
 	struct bpf_sampler *s = sampler;
 
 	return bpf_loader_code_name(&s->names_fd, pid, addr, fingerprint, out);
+}
+
+uint64_t bpf_sampler_seeded_names(const struct bpf_sampler *s)
+{
+	return s->seeded_names;
 }
 
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s)

@@ -46,11 +46,14 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg,
 		    struct diag *d);
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
-/* Tell the kernel pid's thread states now (tid -> tstate hints), so that
- * a thread's first sample is one checked read, not a search of the thread
- * list. Best effort: a hint is checked on every use. */
-void bpf_sampler_seed_threads(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-			      const struct proc_config *cfg);
+/* Tell the kernel what a thread's first sample would otherwise find out
+ * in the target, now: pid's thread states (tid -> tstate hints), so that
+ * it is one checked read rather than a search of the thread list, and the
+ * names of the code on their stacks (code_names), so that it copies none.
+ * Best effort: a hint is checked on every use, a name is under the
+ * fingerprint it was read with. */
+void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
+		      const struct proc_config *cfg);
 /* Did pid call execve since it was added? The kernel has then already
  * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
@@ -87,6 +90,8 @@ int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT]);
 int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t fingerprint,
 			  struct code_name *out);
 /* The clock's actual base period and the keep probability. */
+/* Code objects bpf_sampler_seed() named so far (so the kernel did not). */
+uint64_t bpf_sampler_seeded_names(const struct bpf_sampler *s);
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s);
 double bpf_sampler_keep_prob(const struct bpf_sampler *s);
 int bpf_sampler_ncpus(const struct bpf_sampler *s);

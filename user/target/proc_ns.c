@@ -165,6 +165,40 @@ void proc_ns_tids_free(struct ns_tids *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Is bpfpy in the initial PID namespace, i.e. are its ids the kernel's
+ * task->pid? Asked once: a process never changes its own namespace. */
+static int self_is_initial(void)
+{
+	static int known = -1;
+	char buf[STATUS_READ];
+	uint32_t outer, inner;
+	size_t len;
+	int levels, dirfd;
+
+	if (known >= 0)
+		return known;
+	known = 0;
+	dirfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return known;
+	if (!read_status(dirfd, "self", buf, sizeof(buf), &len) &&
+	    !proc_ns_parse_nspid(buf, len, &outer, &inner, &levels))
+		known = levels == 1;
+	close(dirfd);
+	return known;
+}
+
+int proc_ns_pid_is_initial(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &a) || stat("/proc/self/ns/pid", &b))
+		return 0;
+	return a.st_ino == b.st_ino && a.st_dev == b.st_dev && self_is_initial();
+}
+
 int proc_ns_pid_nested(pid_t pid)
 {
 	char path[64];

@@ -51,4 +51,10 @@ void proc_ns_tids_free(struct ns_tids *t);
  * if either cannot be looked at. */
 int proc_ns_pid_nested(pid_t pid);
 
+/* 1 only if pid is known to be in the initial PID namespace (ours, and ours
+ * is the initial one), where the ids a thread sees are the kernel's
+ * task->pid: the BPF side then need not read them from the task's PID
+ * links. 0 if not, or if it cannot be told. */
+int proc_ns_pid_is_initial(pid_t pid);
+
 #endif /* PROC_NS_H */

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Copying a code object's names into a struct code_name (bpfpy.h), written
+ * once against WALK_READ like the walker, and included after frame_walker.h.
+ *
+ * Two readers run it. The kernel does, on the first sample that shows a
+ * code object (name_step, bpf/py_sample.bpf.h), so that code freed before
+ * user space gets to it still has a name. User space does when it
+ * registers a process (bpf_sampler_seed, user/sampler/bpf_sampler.c), for
+ * the code on the threads' stacks at that moment: under `record -a` each
+ * light process is sampled only a few times a run, and naming on those
+ * first samples was a third of the kernel's cost (reading three objects
+ * and the map insert, about 3 us per code object on this VM).
+ *
+ * Nothing here trusts the target: a length is checked against the buffer
+ * and also masked, so that the verifier sees every read stay inside it, and
+ * a name is kept only if the object still has the fingerprint it was
+ * sampled with.
+ */
+#ifndef CODE_NAME_H
+#define CODE_NAME_H
+
+#include "frame_walker.h"
+
+/*
+ * Copy the compact ASCII str at addr into buf (cap bytes, a power of two);
+ * its length, or -1 when it is not compact ASCII, is too long, or cannot
+ * be read.
+ */
+WALK_INLINE int code_name_str(WALK_READER_T *r, const struct py_offsets *o, __u64 addr, char *buf,
+			      __u32 cap)
+{
+	__u32 state = 0;
+	__s64 len = 0;
+
+	if (!addr || WALK_READ(r, &state, sizeof(state), addr + o->unicode_state) ||
+	    WALK_READ(r, &len, sizeof(len), addr + o->unicode_length))
+		return -1;
+	if ((state & o->str_ascii_mask) != o->str_ascii_value || len < 0 || len >= cap)
+		return -1;
+	if (WALK_READ(r, buf, (__u32)len & (cap - 1), addr + o->ascii_data_off))
+		return -1;
+	return (int)len;
+}
+
+/* The first CODE_TABLE_MAX bytes of the bytes object at addr (the line
+ * table) into n->table; 0, or -1 when unreadable. */
+WALK_INLINE int code_name_table(WALK_READER_T *r, const struct py_offsets *o, __u64 addr,
+				struct code_name *n)
+{
+	__s64 size = 0;
+
+	if (!addr || WALK_READ(r, &size, sizeof(size), addr + o->bytes_size) || size < 0)
+		return -1;
+	if (size >= CODE_TABLE_MAX) {
+		if (WALK_READ(r, n->table, CODE_TABLE_MAX, addr + o->bytes_data))
+			return -1;
+		n->table_len = CODE_TABLE_MAX;
+		if (size > CODE_TABLE_MAX)
+			n->flags |= CODE_NAME_CUT;
+		return 0;
+	}
+	if (WALK_READ(r, n->table, (__u32)size & (CODE_TABLE_MAX - 1), addr + o->bytes_data))
+		return -1;
+	n->table_len = (__u16)size;
+	return 0;
+}
+
+/*
+ * Fill n with the names of the code object at code, whose header is read
+ * into cbuf (WALK_CBUF_SIZE + 8 bytes): 0, or -1 when the header cannot be
+ * read, the object no longer has fingerprint fp, or its name is not a
+ * compact ASCII str (then nothing is worth keeping). The file and the line
+ * table are optional: flags say which were copied.
+ */
+WALK_INLINE int code_name_fill(WALK_READER_T *r, const struct py_offsets *o, __u64 code, __u32 fp,
+			       __u8 *cbuf, struct code_name *n)
+{
+	__u32 csize = o->code_read_size > BPFPY_CODE_BUF ? BPFPY_CODE_BUF : o->code_read_size;
+	__u32 name_off = o->code_qualname ? o->code_qualname : o->code_name;
+	int len;
+
+	if (WALK_READ(r, cbuf, csize & WALK_CBUF_MASK, code) || walk_fingerprint(cbuf, o) != fp)
+		return -1;
+	n->flags = 0;
+	n->file_len = 0;
+	n->table_len = 0;
+	n->pad = 0;
+	n->firstlineno = (__s32)walk_u32(cbuf, o->code_firstlineno, WALK_CBUF_MASK);
+	len = code_name_str(r, o, walk_u64(cbuf, name_off, WALK_CBUF_MASK), n->name, CODE_NAME_MAX);
+	if (len < 0)
+		return -1;
+	n->name_len = (__u16)len;
+	len = code_name_str(r, o, walk_u64(cbuf, o->code_filename, WALK_CBUF_MASK), n->file,
+			    CODE_FILE_MAX);
+	if (len >= 0) {
+		n->file_len = (__u16)len;
+		n->flags |= CODE_NAME_FILE;
+	}
+	if (!code_name_table(r, o, walk_u64(cbuf, o->code_linetable, WALK_CBUF_MASK), n))
+		n->flags |= CODE_NAME_TABLE;
+	return 0;
+}
+
+/*
+ * The per-process filter in front of the code_names map (proc_config's
+ * named[]): one 64-bit tag per (code, fingerprint), in a slot chosen by its
+ * top bits. Never 0, the empty slot.
+ */
+WALK_INLINE __u64 code_named_tag(__u64 code, __u32 fp)
+{
+	return walk_mix(walk_mix(0x9e3779b97f4a7c15ULL, code), fp) | 1;
+}
+
+WALK_INLINE __u32 code_named_slot(__u64 tag)
+{
+	return (__u32)(tag >> 60) & (PROC_NAMED_SLOTS - 1);
+}
+
+#endif /* CODE_NAME_H */
