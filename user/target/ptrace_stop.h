@@ -54,6 +54,7 @@ struct stopper {
 	int nstuck;	 /* threads that missed the last stop's deadline */
 	int deadline_ms; /* 0: STOPPER_DEADLINE_MS */
 	int partial_ok;	 /* a stop that leaves stuck threads succeeds (set by caller) */
+	int listed;	 /* a listing was taken with every thread stopped (stopper_stop) */
 	struct stopper_thread *threads;
 
 	/* CLOCK_MONOTONIC, ns. stop_begin_ns is taken before the first
