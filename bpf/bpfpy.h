@@ -342,6 +342,17 @@ struct sample_buf {
 	__u64 native_room[NATIVE_MAX_DEPTH + KERNEL_MAX_DEPTH];
 };
 
+/* The steps of an in-kernel sample that record --phases times apart. */
+enum cost_phase {
+	PHASE_START = 0, /* program start to the sample: config lookup, thinning, task ids */
+	PHASE_FIND,	 /* the thread state: the process's slots, tstate_cache, search */
+	PHASE_WALK,	 /* the frames, and the GIL's two words */
+	PHASE_NAME,	 /* code names: the filter, code_names, copies */
+	PHASE_NATIVE,	 /* native and kernel frames (--native, --kernel) */
+	PHASE_OUTPUT,	 /* the ring buffer */
+	PHASE__COUNT,
+};
+
 /* Per-CPU counters, index = enum counter. */
 enum counter {
 	CNT_TICKS = 0, /* perf events that fired in a target */
@@ -354,7 +365,9 @@ enum counter {
 	CNT_COST_NS,   /* total in-kernel ns spent on kept ticks */
 	CNT_NAMED,     /* code objects named into code_names */
 	CNT_ERR_BASE,  /* + enum walk_error: failed walks by cause */
-	CNT__COUNT = CNT_ERR_BASE + WALK_ERR__COUNT,
+	/* + enum cost_phase: ns per step, only with record --phases */
+	CNT_PHASE_BASE = CNT_ERR_BASE + WALK_ERR__COUNT,
+	CNT__COUNT = CNT_PHASE_BASE + PHASE__COUNT,
 };
 
 /*

@@ -75,6 +75,13 @@ struct {
 	__type(value, struct code_name);
 } code_names SEC(".maps");
 
+/*
+ * record --phases: time each step of a sample (enum cost_phase) into the
+ * counters. Read-only data, so with it off the verifier drops every mark
+ * as dead code; with it on each mark is one more clock read.
+ */
+const volatile __u8 cost_phases = 0;
+
 /* Threads searched per lookup: beyond this a thread is reported as having
  * no thread state rather than costing the target unbounded time. */
 #define TSTATE_SEARCH_MAX 4096
@@ -85,6 +92,19 @@ static __always_inline void count_add(__u32 idx, __u64 v)
 
 	if (c)
 		*c += v;
+}
+
+/* End of phase p, which began at since: its time is counted, and the next
+ * phase begins now. */
+static __always_inline __u64 phase_end(__u32 p, __u64 since)
+{
+	__u64 now;
+
+	if (!cost_phases)
+		return 0;
+	now = bpf_ktime_get_ns();
+	count_add(CNT_PHASE_BASE + p, now - since);
+	return now;
 }
 
 /* Does this thread state belong to the OS thread? 3.11+ keeps the thread's
@@ -281,11 +301,13 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	struct sample_hdr *h;
 	__u64 tstate, size;
 	__u32 n, err = 0;
+	__u64 t = phase_end(PHASE_START, q->start_ns);
 	long ret;
 
 	if (!sc)
 		return -1;
 	tstate = find_tstate(q, &err);
+	t = phase_end(PHASE_FIND, t);
 	if (!tstate && !err) {
 		count_add(CNT_NO_PYTHON, 1);
 		return -1;
@@ -318,24 +340,28 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	}
 	h->nframes = n;
 	count_add(CNT_FRAMES, w.visited);
+	t = phase_end(PHASE_WALK, t);
 	if (n) {
 		struct name_ctx nc = {.q = q, .sc = sc, .n = n};
 
 		bpf_loop(BPFPY_MAX_DEPTH, name_step, &nc, 0);
 		count_add(CNT_NAMED, nc.named);
 	}
+	t = phase_end(PHASE_NAME, t);
 	h->nnative = 0;
 	h->nkernel = 0;
 	h->native_flags = 0;
 #ifdef BPFPY_NATIVE
 	native_append(q, sc, n);
 #endif
+	t = phase_end(PHASE_NATIVE, t);
 	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
 	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec) +
 	       ((__u64)h->nnative + h->nkernel) * sizeof(__u64);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	ret = SAMPLE_OUTPUT(q, &sc->buf, size);
+	phase_end(PHASE_OUTPUT, t);
 	count_add(CNT_COST_NS, bpf_ktime_get_ns() - q->start_ns);
 	if (ret) {
 		count_add(CNT_LOST, 1);

@@ -8,7 +8,10 @@
 # then the hot reference: the same in-kernel figure for one process
 # spinning 3 frames deep (snippets/bench_shallow.py) at RATE and at 10 kHz
 # (the "hot" cost: caches warm), so that the ratio the issue asks about
-# (system-wide / hot <= 3) is on the same line.
+# (system-wide / hot <= 3) is on the same line; beside it the ratio to the
+# hot process at the same RATE, and, from one more run each with
+# `record --phases`, the in-kernel time split by step (start, thread
+# state, frames, names, native, output), hot and for each N.
 # Each figure is taken REPEAT times (the same N processes, one record after
 # another) and printed per run, then as a mean with its 95% interval
 # (Student t): on this shared 2-CPU machine one run says little. The load
@@ -156,12 +159,18 @@ for ((r = 0; r < REPEAT; r++)); do
 	hot_low+=("$(field "$tmp/hot.err" 'in-kernel cost')")
 	hot_10k+=("$(field "$tmp/hot10k.err" 'in-kernel cost')")
 done
+# Where the time goes, step by step (record --phases; its clock reads add
+# 0.2-0.5 us a sample in all, README): once hot, then once per
+# N below, so that each step's cold cost can be read off beside its hot one.
+RATE=10000 DURATION=2 run_record "$tmp/hotph" -p "$hot" --phases
 stop_all
+phases() { sed -n 's/^  in-kernel phases (us\/sample): //p' "$1" | grep . || echo -; }
 read -r hl hlc < <(stats "${hot_low[@]}")
 read -r hk hkc < <(stats "${hot_10k[@]}")
 echo "hot reference, 1 process spinning 3 frames deep (-p): $(pm "$hl" "$hlc") us/sample at $RATE Hz (${hot_low[*]}), $(pm "$hk" "$hkc") us/sample at 10 kHz (${hot_10k[*]})"
 row "in-kernel us per sample, 1 process 3 frames, $RATE Hz" "$hl" "$hlc" "" "" us
 row "in-kernel us per sample, 1 process 3 frames, 10 kHz (hot)" "$hk" "$hkc" "" "" us
+echo "  phases, hot at 10 kHz (one more run, --phases): $(phases "$tmp/hotph.err")"
 
 # frames/sample: about 4 for the light processes; more means that other
 # Python processes of the host (-a takes them all) were sampled too, and
@@ -183,7 +192,7 @@ for n in "${counts[@]}"; do
 		stop_all
 		continue
 	fi
-	kus=() ratio=() cpu=() steady=() rss=() k=-
+	kus=() ratio=() ratio_low=() cpu=() steady=() rss=() k=-
 	for ((r = 0; r < REPEAT; r++)); do
 		run_record "$tmp/all$n" -a
 		read -r u s m e <"$tmp/all$n.time"
@@ -202,20 +211,26 @@ for n in "${counts[@]}"; do
 		else
 			kus+=("$k")
 			ratio+=("$(awk -v k="$k" -v h="$hk" 'BEGIN { if (k == "-" || h == "-" || !h) print "-"; else printf "%.3f", k / h }')")
+			ratio_low+=("$(awk -v k="$k" -v h="$hl" 'BEGIN { if (k == "-" || h == "-" || !h) print "-"; else printf "%.3f", k / h }')")
 		fi
 		printf '%-6s %-4s %9s %11s %10s %8s %11s %12s %9s\n' "$n" "$((r + 1))$mark" \
 			"$(field "$tmp/all$n.err" emitted)" "$k" "$uf" "$fs" "$c" "$STEADY" "$mb"
 	done
+	run_record "$tmp/ph$n" -a --phases
 	stop_all
 	read -r km kc < <(stats "${kus[@]}")
 	read -r rm_ rc < <(stats "${ratio[@]}")
+	read -r rl rlc < <(stats "${ratio_low[@]}")
 	read -r cm cc < <(stats "${cpu[@]}")
 	read -r sm sc < <(stats "${steady[@]}")
 	read -r mm mc < <(stats "${rss[@]}")
 	printf '%-6s %-4s %9s %11s %10s %8s %11s %12s %9s\n' "$n" mean "" "$(pm "$km" "$kc")" "" "" "$(pm "$cm" "$cc")" "$(pm "$sm" "$sc")" "$(pm "$mm" "$mc")"
 	echo "       in-kernel / hot (10 kHz): $(pm "$rm_" "$rc") (goal <= 3), from ${#kus[@]} of $REPEAT runs (* = left out: foreign deep stacks)"
+	echo "       in-kernel / hot at $RATE Hz (the same clock rate, the target alone hot): $(pm "$rl" "$rlc")"
+	echo "       phases (one more run, --phases): $(phases "$tmp/ph$n.err")"
 	row "record -a -F $RATE, $n light procs: in-kernel us per sample" "$km" "$kc" "" "" us
 	row "record -a -F $RATE, $n light procs: in-kernel / hot 3-frame" "$rm_" "$rc" "<= 3" 3 x
+	row "record -a -F $RATE, $n light procs: in-kernel / hot 3-frame at $RATE Hz" "$rl" "$rlc" "" "" x
 	row "record -a -F $RATE, $n procs: bpfpy CPU % of a core, with start" "$cm" "$cc" "<= 1" 1 %
 	row "record -a -F $RATE, $n procs: bpfpy CPU %, steady (no start)" "$sm" "$sc" "<= 1" 1 %
 	row "record -a -F $RATE, $n procs: bpfpy peak RSS (MB)" "$mm" "$mc" "<= 32" 32 MB

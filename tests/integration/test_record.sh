@@ -35,6 +35,7 @@
 #    (xmllint --noout) and names the frames.
 # 7. SIGINT to a record without -d: exit 0, summary printed, output written.
 # 8. -a over 45 processes: the summary shows 40 rows and folds the rest.
+# 9. --phases: the in-kernel cost split into 6 steps that add up to it.
 . "$(dirname "$0")/lib.sh"
 
 JOBS=${JOBS:-3}
@@ -365,6 +366,39 @@ else
 	bad "-a over 45+ processes: exit $rc, $rows rows, more='$more'"
 fi
 kill -9 "${many[@]}" 2>/dev/null
+
+# ---------------------------------------------------------------- 9. --phases
+# The split adds up: each step is the time between two clock reads, from
+# the program's start to after the ring-buffer write, and the in-kernel
+# cost runs from the same start to a little later (one more counter
+# update). So the steps sum to at most the cost (+0.02 for the rounding of
+# seven figures) and, with one thread (no sample stops early), to at least
+# half of it; the walk of hot.py's 4 frames is never free.
+echo "== --phases: the in-kernel cost split by step"
+LP=$(pick pyenv-3.12 pyenv-3.13 debian-3.11)
+if start_py "$LP" "$PYDIR/hot.py"; then
+	pid=$PY_PID
+	bpfpy record -p "$pid" -d 1 --phases -o "$TMP/ph.folded" 2>"$TMP/ph.err"
+	rc=$?
+	cost=$(grep -oE 'in-kernel cost [0-9.]+' "$TMP/ph.err" | awk '{ print $3 }')
+	split=$(sed -n 's/^  in-kernel phases (us\/sample): //p' "$TMP/ph.err")
+	echo "    cost $cost us; $split"
+	if [[ $rc == 0 && -n $cost ]] && awk -v c="$cost" -v s="$split" 'BEGIN {
+		n = split(s, f, ", "); sum = 0; walk = -1
+		for (i = 1; i <= n; i++) {
+			k = split(f[i], w, " "); v = w[k] + 0; sum += v
+			if (f[i] ~ /^frames /) walk = v
+			if (v < 0) exit 1
+		}
+		exit !(n == 6 && walk > 0 && sum <= c + 0.02 && sum >= 0.5 * c) }'; then
+		ok "$LP: 6 steps, frames > 0, summing to $cost us or a little less"
+	else
+		bad "$LP: record --phases exit $rc, cost '$cost', split '$split'"
+	fi
+	stop_py "$pid"
+else
+	bad "$LP: hot.py did not start"
+fi
 
 echo "run time $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s"
 finish

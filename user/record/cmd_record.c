@@ -62,6 +62,7 @@ struct record_opts {
 	char **cmd;		 /* record -- CMD ARGS...: launch it */
 	const char *source_root; /* pprof file names; NULL: the targets' root */
 	int native, kernel;	 /* --native, --kernel */
+	int phases;		 /* --phases */
 };
 
 static const char doc[] =
@@ -115,7 +116,11 @@ static const char doc[] =
     "thread) from the start of sampling to the summary: draining, naming, aggregating, "
     "/proc and exec events, not the loading of the BPF programs before it nor the "
     "writing of the outputs after it; per sample = that / emitted samples; in-kernel cost = mean "
-    "BPF time per kept tick, and per frame walked; code "
+    "BPF time per kept tick, and per frame walked; with --phases, 'in-kernel phases' splits "
+    "it by step, per kept tick: start (from the program's start: the process's config, "
+    "thinning, the task's ids), thread state (finding it), frames (the walk and the GIL), "
+    "names (code objects named or found named), native (--native, --kernel), output (the "
+    "ring buffer); the clock reads that split it add to the cost; code "
     "cache = code objects whose names and lines are held, now and at most in one "
     "process (a process's cache is bounded and freed when it exits), and how many the "
     "kernel named on first sight (so that code freed before we read it keeps its name) "
@@ -164,6 +169,7 @@ enum {
 	OPT_MIN_BLOCK,
 	OPT_NATIVE,
 	OPT_KERNEL,
+	OPT_PHASES,
 };
 
 static const struct argp_option options[] = {
@@ -195,6 +201,8 @@ static const struct argp_option options[] = {
     {"ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer MiB (default: fits 0.5 s, 1-16)", 0},
     {"native", OPT_NATIVE, NULL, 0, CLI_NATIVE_HELP, 0},
     {"kernel", OPT_KERNEL, NULL, 0, CLI_KERNEL_HELP, 0},
+    {"phases", OPT_PHASES, NULL, 0,
+     "Time each step of the in-kernel sample apart; the summary gives the split (see below)", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},
@@ -281,6 +289,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_KERNEL:
 		o->kernel = 1;
+		break;
+	case OPT_PHASES:
+		o->phases = 1;
 		break;
 	case 'q':
 		o->quiet = 1;
@@ -685,6 +696,19 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 			cnt[CNT_FRAMES] ? cnt[CNT_COST_NS] / 1e3 / cnt[CNT_FRAMES] : 0.0);
 	else
 		fprintf(stderr, "\n");
+	if (o->phases && cnt[CNT_KEPT]) {
+		static const char *const names[PHASE__COUNT] = {
+		    [PHASE_START] = "start",   [PHASE_FIND] = "thread state",
+		    [PHASE_WALK] = "frames",   [PHASE_NAME] = "names",
+		    [PHASE_NATIVE] = "native", [PHASE_OUTPUT] = "output",
+		};
+
+		fprintf(stderr, "  in-kernel phases (us/sample):");
+		for (int p = 0; p < PHASE__COUNT; p++)
+			fprintf(stderr, "%s %s %.2f", p ? "," : "", names[p],
+				cnt[CNT_PHASE_BASE + p] / 1e3 / cnt[CNT_KEPT]);
+		fprintf(stderr, "\n");
+	}
 }
 
 static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
@@ -896,6 +920,7 @@ int cmd_record(int argc, char **argv)
 		    .min_block_ns = (uint64_t)(o.min_block_us * 1000),
 		    .native = o.native,
 		    .kernel = o.kernel,
+		    .phases = o.phases,
 		};
 
 		if (bpf_sampler_open(&s, &so, &d)) {

@@ -135,6 +135,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		}
 		bpf_map__set_max_entries(s->wskel->maps.events, mb << 20);
 		s->wskel->rodata->watch_new = !!o->targets_grow;
+		s->wskel->rodata->cost_phases = !!o->phases;
 		err = bpf_loader_load(s->wskel->skeleton, "wall-clock iterator", d);
 	} else {
 		s->skel = sampler_bpf__open();
@@ -147,6 +148,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 			s->skel->rodata->keep_below = (__u32)(4294967296.0 * s->keep);
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
 		s->skel->rodata->watch_new = !!o->targets_grow;
+		s->skel->rodata->cost_phases = !!o->phases;
 		native = o->native || o->kernel || getenv(NATIVE_RAW_ENV);
 		s->skel->rodata->want_native = o->native || getenv(NATIVE_RAW_ENV);
 		s->skel->rodata->want_kernel = o->kernel || getenv(NATIVE_RAW_ENV);

@@ -35,6 +35,7 @@ struct bpf_sampler_opts {
 	 * kernel stacks by bpf_get_stack; their addresses follow the frames
 	 * of each record (bpfpy.h sample_hdr). */
 	int native, kernel;
+	int phases; /* --phases: time each step of a sample (bpfpy.h cost_phase) */
 };
 
 struct bpf_sampler;
