@@ -188,24 +188,25 @@ static int self_is_initial(void)
 	return known;
 }
 
-int proc_ns_pid_is_initial(pid_t pid)
+/* Is pid's PID namespace ours? 1 yes, 0 no, -1 when either cannot be
+ * looked at. */
+static int pid_ns_is_ours(pid_t pid)
 {
 	char path[64];
 	struct stat a, b;
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
 	if (stat(path, &a) || stat("/proc/self/ns/pid", &b))
-		return 0;
-	return a.st_ino == b.st_ino && a.st_dev == b.st_dev && self_is_initial();
+		return -1;
+	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+int proc_ns_pid_is_initial(pid_t pid)
+{
+	return pid_ns_is_ours(pid) == 1 && self_is_initial();
 }
 
 int proc_ns_pid_nested(pid_t pid)
 {
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	if (stat(path, &a) || stat("/proc/self/ns/pid", &b))
-		return 0;
-	return a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+	return pid_ns_is_ours(pid) == 0;
 }
