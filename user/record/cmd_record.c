@@ -202,7 +202,9 @@ static const struct argp_option options[] = {
     {"native", OPT_NATIVE, NULL, 0, CLI_NATIVE_HELP, 0},
     {"kernel", OPT_KERNEL, NULL, 0, CLI_KERNEL_HELP, 0},
     {"phases", OPT_PHASES, NULL, 0,
-     "Time each step of the in-kernel sample apart; the summary gives the split (see below)", 0},
+     "Time each step of the in-kernel sample apart (cpu and snapshot clocks); the summary "
+     "gives the split (see below)",
+     0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},

@@ -323,6 +323,8 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 		if ((*budget)-- <= 0)
 			break;
 		if (bpf_map_lookup_elem(s->names_fd, &k, &n)) { /* not named yet */
+			/* Whole: the bytes past each length go into the map too. */
+			memset(&n, 0, sizeof(n));
 			if (code_name_fill(r, &cfg->off, k.code, k.fingerprint, cbuf, &n) ||
 			    bpf_map_update_elem(s->names_fd, &k, &n, BPF_NOEXIST))
 				continue;
