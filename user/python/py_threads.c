@@ -95,7 +95,6 @@ static int collect_one(void *ctx, uint64_t key, uint64_t thread)
 	return 0;
 }
 
-/* Is pid in another PID namespace than ours? */
 /* _native_id is the target's own tid: in a container, translate it (the
  * entries from n0 on, those just read). */
 static void host_tids(struct py_process *p, struct py_tnames *t, size_t n0)

@@ -28,11 +28,11 @@ struct thread_stack {
 	struct frame_rec frames[BPFPY_MAX_DEPTH]; /* leaf first */
 };
 
-/* Walk one thread state. Returns 0, or -1 with ts->err set. */
 /* The OS thread id a thread state records (3.11+: as the target's own PID
  * namespace numbers it), 0 if the version keeps none or it is unreadable. */
 uint32_t stack_thread_tid(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate);
 
+/* Walk one thread state. Returns 0, or -1 with ts->err set. */
 int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
 		      struct thread_stack *ts);
 

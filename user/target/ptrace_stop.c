@@ -553,28 +553,24 @@ again:
 	 * now is complete: seize what it finds and stop that too. Once is
 	 * enough, since from then on every thread is seized with TRACECLONE.
 	 */
-	if (!s->listed) {
-		int n, stuck = 0;
-
-		for (i = 0; i < s->nthreads; i++)
-			stuck += s->threads[i].stuck;
-		/* A stuck thread may be the one cloning: list at a later stop. */
-		if (!stuck && relists < ATTACH_MAX_PASSES) {
-			n = seize_pass(s, d);
-			if (n < 0) {
-				s->stopped = 1;
-				stopper_resume(s, NULL);
-				return -1;
-			}
-			relists++;
-			if (n > 0)
-				goto phase1;
-			s->listed = 1;
-		}
-	}
-	compact(s);
+	s->nstuck = 0;
 	for (i = 0; i < s->nthreads; i++)
 		s->nstuck += s->threads[i].stuck;
+	/* A stuck thread may be the one cloning: list at a later stop. */
+	if (!s->listed && !s->nstuck && relists < ATTACH_MAX_PASSES) {
+		int n = seize_pass(s, d);
+
+		if (n < 0) {
+			s->stopped = 1;
+			stopper_resume(s, NULL);
+			return -1;
+		}
+		relists++;
+		if (n > 0)
+			goto phase1;
+		s->listed = 1;
+	}
+	compact(s);
 	if (s->nstuck && (!s->partial_ok || s->nstopped == 0)) {
 		/* The rest go back to work at once; the stuck ones stay
 		 * interrupted and are collected by a later stop, or detached by
