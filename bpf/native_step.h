@@ -78,8 +78,12 @@ struct native_ctx {
 
 /*
  * Binary searches, one halving per NSTEP_LOOP turn. Each halving picks its
- * half with a mask from the sign of a difference (addresses are below
- * 2^63, pcs 32-bit: no overflow).
+ * half with a mask from an unsigned comparison. Not from the sign of a
+ * difference: the last mapping of most processes is [vsyscall], at
+ * 0xffffffffff600000, above 2^63, and a signed difference called it
+ * "below" every user address, so a search that looked at it returned it
+ * and the mapping before it (often ld.so, where __tls_get_addr runs) was
+ * never found.
  */
 struct native_search {
 	const struct native_proc *p;
@@ -93,9 +97,7 @@ struct native_search {
 NSTEP_INLINE __u32 native_le_mask(__u64 a, __u64 b)
 {
 	/* all ones if a <= b, else 0 */
-	__u64 m = ((__u64)((__s64)b - (__s64)a) >> 63) - 1;
-
-	return (__u32)m;
+	return (__u32)0 - (__u32)(a <= b);
 }
 
 static int native_map_halve(__u32 i, void *data)

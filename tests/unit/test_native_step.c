@@ -10,7 +10,7 @@
  * pointers where there is no CFI (a file's gap, anonymous code) and where
  * rbp is 0, a return address into no mapping, unreadable stack, a frame
  * pointer chain that loops and an rsp that does not advance, the depth
- * bound.
+ * bound, mappings just below [vsyscall] (above 2^63).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,6 +52,7 @@ static uint64_t stack[NSTACK];
 static struct mem_region region = {.addr = STACK, .data = stack, .len = sizeof(stack)};
 static struct mem_reader mem;
 static struct native_walk_env env;
+static uint32_t a_first; /* file A's first row */
 
 static void row(uint32_t pc, uint8_t kind, int8_t rbp_off, uint16_t cfa_off)
 {
@@ -93,6 +94,7 @@ static int setup(void **state)
 		    0x1000000ull + (uint64_t)i * 0x10000 + 0x1000, 0, 0, 0);
 	map(LIB_Z, LIB_Z + 0x1000, LIB_Z, 0, first);
 	map(LIB_A, LIB_A + 0x1000, LIB_A, first, nrows - first);
+	a_first = first;
 	map(ANON, ANON + 0x1000, 0, 0, 0);
 	mem_reader_init_image(&mem, &region, 1);
 	env = (struct native_walk_env){.proc = &proc, .rows = rows, .nrows = nrows, .mem = &mem};
@@ -316,6 +318,40 @@ static void test_depth_bound(void **state)
 		assert_int_equal(o.ips[i], RET(R_RSP16));
 }
 
+/*
+ * Real processes end their sorted mappings with [vsyscall], at
+ * 0xffffffffff600000: above 2^63. Every mapping below it must still be
+ * found, whatever the number of mappings (each count takes the search
+ * through different halvings; 13 mappings and [vsyscall] lost ld.so, the
+ * one just below it, and with it every sample in __tls_get_addr).
+ */
+static void test_high_mappings(void **state)
+{
+	struct native_walk_out o;
+
+	(void)state;
+	for (uint32_t n = 1; n <= 80; n++) {
+		proc.nmaps = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t at = 0x7f0000000000ull + (uint64_t)i * 0x10000;
+
+			map(at, at + 0x1000, at, a_first, nrows - a_first);
+		}
+		map(0xffffffffff600000ull, 0xffffffffff601000ull, 0, 0, 0);
+		for (uint32_t i = 0; i < n; i++) {
+			/* An END row: found, the walk ends cleanly after it. */
+			walk(0x7f0000000000ull + (uint64_t)i * 0x10000 + R_END, AT(0), 0, &o);
+			if (o.n != 1 || o.flags != 0)
+				fail_msg("%u mappings and [vsyscall]: mapping %u not found "
+					 "(n %u, flags %#x)",
+					 n, i, o.n, o.flags);
+		}
+		/* Above the last user mapping, in none: still no mapping. */
+		walk(0x7f0000000000ull + (uint64_t)n * 0x10000 + R_END, AT(0), 0, &o);
+		assert_true(LOST(&o, NATIVE_NO_MAP));
+	}
+}
+
 static void test_cause_names(void **state)
 {
 	(void)state;
@@ -338,6 +374,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_unreadable, setup),
 	    cmocka_unit_test_setup(test_no_progress, setup),
 	    cmocka_unit_test_setup(test_depth_bound, setup),
+	    cmocka_unit_test_setup(test_high_mappings, setup),
 	    cmocka_unit_test_setup(test_cause_names, setup),
 	};
 

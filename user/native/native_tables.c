@@ -16,6 +16,7 @@
 #include "diag.h"
 #include "elf_file.h"
 #include "monotime.h"
+#include "native_walk.h"
 #include "proc_maps.h"
 #include "proc_root.h"
 #include "unwind_tables.h"
@@ -445,6 +446,34 @@ void native_tables_on_record(struct native_tables *nt, const struct sample_hdr *
 int native_tables_counters(struct native_tables *nt, uint64_t out[NCNT__COUNT])
 {
 	return bpf_loader_percpu_sum(nt->counters_fd, NCNT__COUNT, out);
+}
+
+void native_tables_summary(FILE *f, struct native_tables *nt)
+{
+	uint64_t n[NCNT__COUNT], lost = 0;
+
+	if (native_tables_counters(nt, n))
+		return;
+	for (int i = 1; i < NATIVE_CAUSE__COUNT; i++)
+		lost += n[NCNT_LOST_BASE + i];
+	fprintf(f,
+		"  native unwinding: %llu stacks, %.1f frames a stack (%llu by frame pointer), "
+		"in-kernel %.2f us a stack; %llu truncated, %llu stopped early\n",
+		(unsigned long long)n[NCNT_SAMPLES],
+		n[NCNT_SAMPLES] ? (double)n[NCNT_FRAMES] / n[NCNT_SAMPLES] : 0.0,
+		(unsigned long long)n[NCNT_FP_FRAMES],
+		n[NCNT_SAMPLES] ? n[NCNT_NS] / 1e3 / n[NCNT_SAMPLES] : 0.0,
+		(unsigned long long)n[NCNT_TRUNCATED], (unsigned long long)lost);
+	/* Why, when it did: the first thing to read when a profile shows
+	 * [native unwind lost]. */
+	for (int i = 1, any = 0; i < NATIVE_CAUSE__COUNT; i++)
+		if (n[NCNT_LOST_BASE + i]) {
+			fprintf(f, "%s%s %llu", any ? ", " : "  native unwinding stopped early: ",
+				native_cause_name(i), (unsigned long long)n[NCNT_LOST_BASE + i]);
+			any = 1;
+		}
+	if (lost)
+		fputc('\n', f);
 }
 
 void native_tables_stats(const struct native_tables *nt, struct native_tables_stats *out)

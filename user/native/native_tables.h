@@ -18,6 +18,7 @@
 #define NATIVE_TABLES_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -67,6 +68,11 @@ void native_tables_on_record(struct native_tables *nt, const struct sample_hdr *
 
 /* native_counters summed over CPUs (enum native_counter). 0 or -1. */
 int native_tables_counters(struct native_tables *nt, uint64_t out[NCNT__COUNT]);
+
+/* Two lines on f, after a recording: what the kernel unwound (stacks,
+ * frames, cost, truncations) and why unwinding stopped early, by cause
+ * (enum native_cause). Nothing when the counters cannot be read. */
+void native_tables_summary(FILE *f, struct native_tables *nt);
 
 struct native_tables_stats {
 	uint32_t files;	       /* tables built (shared by every process) */

@@ -18,6 +18,7 @@
 
 #include "monotime.h"
 #include "native_symbols.h"
+#include "native_tables.h"
 #include "splice.h"
 #include "bpf_sampler.h"
 #include "cli_parse.h"
@@ -128,6 +129,11 @@ static const char doc[] =
     "lines unknown = code locations (code object and instruction, each counted when it is "
     "named) drawn with line -1 because the line table is longer than the 64 KiB read (only "
     "printed when not 0); with "
+    "--native, 'native unwinding': stacks unwound in the kernel, frames a stack (of them "
+    "found by frame pointer, where a file has no CFI), in-kernel us a stack, truncated "
+    "(deeper than 128 frames), stopped early, and when any stopped early, why: process "
+    "not attached, address in no known mapping, stack unreadable, bad frame, CFI rule not "
+    "followed, no user registers; with "
     "--native/--kernel, native symbols (files named, of those through debug files, kernel "
     "symbols) and the parts of samples not placed in the stack, by cause (README: "
     "--native). "
@@ -673,6 +679,8 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
+	if (bpf_sampler_native(s))
+		native_tables_summary(stderr, bpf_sampler_native(s));
 	if (c->ns)
 		splice_summary(stderr, c->ns, c->splice_causes);
 	now = targets_cache_usage(c->ts, &live, &peak, &lines_cut);

@@ -530,22 +530,9 @@ static void read_counters(struct tracer_bpf *skel, struct trace_data *td)
  * the splice could not place (the same lines as record's). */
 static void native_note(struct tctx *c)
 {
-	uint64_t n[NCNT__COUNT], lost = 0;
-
 	if (!c->nt || c->o->quiet)
 		return;
-	if (!native_tables_counters(c->nt, n)) {
-		for (int i = 1; i < NATIVE_CAUSE__COUNT; i++)
-			lost += n[NCNT_LOST_BASE + i];
-		fprintf(stderr,
-			"  native unwinding: %llu hits, %.1f frames a hit (%llu by frame pointer), "
-			"in-kernel %.2f us a hit; %llu truncated, %llu stopped early\n",
-			(unsigned long long)n[NCNT_SAMPLES],
-			n[NCNT_SAMPLES] ? (double)n[NCNT_FRAMES] / n[NCNT_SAMPLES] : 0.0,
-			(unsigned long long)n[NCNT_FP_FRAMES],
-			n[NCNT_SAMPLES] ? n[NCNT_NS] / 1e3 / n[NCNT_SAMPLES] : 0.0,
-			(unsigned long long)n[NCNT_TRUNCATED], (unsigned long long)lost);
-	}
+	native_tables_summary(stderr, c->nt);
 	splice_summary(stderr, c->ns, c->splice_causes);
 }
 
