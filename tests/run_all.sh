@@ -22,7 +22,7 @@ failed=()
 # 10 minutes alone on 2 CPUs.
 LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-1500}
 run() { # name, limit, command...
-	local name=$1 limit=$2 rc start secs left sid
+	local name=$1 limit=$2 rc start secs left sid live
 	shift 2
 	left=$((deadline - $(date +%s)))
 	if ((left < 60)); then
@@ -42,9 +42,14 @@ run() { # name, limit, command...
 	((rc == 124 || rc == 137)) && echo "run_all: killed after $limit s" >>"$log_dir/$name.log"
 	sid=$(cat "$log_dir/$name.sid" 2>/dev/null)
 	rm -f "$log_dir/$name.sid"
-	if [[ -n $sid ]] && pgrep -s "$sid" >/dev/null; then
-		{ echo "run_all: left running, killed:"; pgrep -a -s "$sid"; } >>"$log_dir/$name.log"
-		pkill -KILL -s "$sid"
+	# Zombies are not listed: they hold nothing, and one whose parent
+	# has just exited is still in the session until init reaps it.
+	if [[ -n $sid ]]; then
+		live=$(ps -o pid=,stat=,args= -s "$sid" | awk '$2 !~ /^Z/')
+		if [[ -n $live ]]; then
+			{ echo "run_all: left running, killed:"; echo "$live"; } >>"$log_dir/$name.log"
+			pkill -KILL -s "$sid"
+		fi
 	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 	case $rc in
