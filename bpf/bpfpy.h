@@ -100,7 +100,7 @@ struct py_offsets {
 	__u8 pad0[3];
 };
 
-#define PROC_NAMED_SLOTS  16 /* code_named_slot() takes the top 4 bits of a tag */
+#define PROC_NAMED_SLOTS  16 /* 8 sets of 2: code_named_set() takes a tag's top 3 bits */
 #define PROC_TSTATE_SLOTS 8  /* a power of two */
 
 /* proc_config.flags, set by user space at registration */

@@ -104,17 +104,46 @@ WALK_INLINE int code_name_fill(WALK_READER_T *r, const struct py_offsets *o, __u
 
 /*
  * The per-process filter in front of the code_names map (proc_config's
- * named[]): one 64-bit tag per (code, fingerprint), in a slot chosen by its
- * top bits. Never 0, the empty slot.
+ * named[]): one 64-bit tag per (code, fingerprint), never 0 (the empty
+ * slot). Two-way: a tag's top bits choose a set of two adjacent slots (one
+ * cache line's quarter), and it may sit in either. Direct-mapped, the 3-4
+ * code objects of a light process's stacks shared a slot in a third of
+ * processes, and those two then evicted each other on every sample, each
+ * time a cold map lookup.
  */
 WALK_INLINE __u64 code_named_tag(__u64 code, __u32 fp)
 {
 	return walk_mix(walk_mix(0x9e3779b97f4a7c15ULL, code), fp) | 1;
 }
 
-WALK_INLINE __u32 code_named_slot(__u64 tag)
+/* Index of the first slot of tag's set. */
+WALK_INLINE __u32 code_named_set(__u64 tag)
 {
-	return (__u32)(tag >> 60) & (PROC_NAMED_SLOTS - 1);
+	return ((__u32)(tag >> 61) & (PROC_NAMED_SLOTS / 2 - 1)) * 2;
+}
+
+WALK_INLINE int code_named_has(const __u64 *named, __u64 tag)
+{
+	__u32 s = code_named_set(tag);
+
+	return named[s & (PROC_NAMED_SLOTS - 2)] == tag ||
+	       named[(s + 1) & (PROC_NAMED_SLOTS - 1)] == tag;
+}
+
+/* Put tag in its set: an empty way first; a full set gives up the way its
+ * tag's low bits choose, unless only_empty (then the set is left alone). */
+WALK_INLINE void code_named_put(__u64 *named, __u64 tag, int only_empty)
+{
+	__u32 s = code_named_set(tag) & (PROC_NAMED_SLOTS - 2);
+
+	if (named[s] == tag || named[s + 1] == tag)
+		return;
+	if (!named[s])
+		named[s] = tag;
+	else if (!named[s + 1])
+		named[s + 1] = tag;
+	else if (!only_empty)
+		named[s + ((tag >> 1) & 1)] = tag;
 }
 
 #endif /* CODE_NAME_H */

@@ -245,7 +245,6 @@ static int name_step(__u32 i, void *data)
 	struct walk_memo *m;
 	struct code_name_key k = {.pid = q->pid};
 	__u64 tag;
-	__u32 slot;
 
 	if (i >= c->n)
 		return 1;
@@ -265,8 +264,7 @@ static int name_step(__u32 i, void *data)
 		m->named = 1;
 	}
 	tag = code_named_tag(f->code, f->fingerprint);
-	slot = code_named_slot(tag);
-	if (q->cfg->named[slot] == tag)
+	if (code_named_has(q->cfg->named, tag))
 		return 0;
 	k.code = f->code;
 	k.fingerprint = f->fingerprint;
@@ -277,7 +275,7 @@ static int name_step(__u32 i, void *data)
 		if (!bpf_map_update_elem(&code_names, &k, &sc->name, BPF_NOEXIST))
 			c->named++;
 	}
-	q->cfg->named[slot] = tag;
+	code_named_put(q->cfg->named, tag, 0);
 	return 0;
 }
 

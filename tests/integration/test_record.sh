@@ -10,9 +10,9 @@
 #    - no torn stack: every sampled stack is one hot.py can produce
 #      (<module>;main[;heavy|light], each frame at a line of its own function,
 #      main at the call line of the function above it);
-#    - the summary's names: >= 2 code objects named when registered (from
-#      user space: the stack then holds <module> and main), the kernel the
-#      rest, 4 in all;
+#    - the summary's names: all 4 code objects named when registered, none
+#      by the kernel (from user space: the stack then holds <module> and
+#      main, and heavy, light and main are constants of <module>'s code);
 #    - heavy's share of the heavy+light samples is in [0.45, 0.85]: 2/3
 #      expected; with >= 100 samples the binomial sd is <= 0.047, so the
 #      window is > 4 sd wide on each side (and cannot pass a 50/50 split
@@ -119,16 +119,16 @@ record_target() { # run by each_target, in a subshell; exit status = failures
 			bad "$label: no consistent 'bpfpy CPU while sampling' line: '$cpu' ($n samples)"
 		fi
 		# Names: the code on hot.py's stack when it was registered (<module>,
-		# main, and heavy or light) is named from user space then
-		# (bpf_sampler_seed), the kernel names the rest on first sight: the
-		# 4 functions in all, each once.
+		# main, and heavy or light) and the code <module> holds as
+		# constants (the three functions) are named from user space then
+		# (bpf_sampler_seed): the 4 in all, none left to the kernel.
 		read -r kn sn < <(awk '/^  code cache: / { for (i = 1; i < NF; i++) {
 			if ($(i + 1) == "named" && $(i + 4) == "kernel,") k = $i
 			if ($(i + 1) == "when") s = $i } print k, s }' "$TMP/$label.err")
-		if [[ $kn =~ ^[0-9]+$ && $sn =~ ^[0-9]+$ ]] && ((sn >= 2 && kn + sn == 4)); then
+		if [[ $kn =~ ^[0-9]+$ && $sn =~ ^[0-9]+$ ]] && ((sn == 4 && kn == 0)); then
 			ok "$label: $sn code objects named when registered, $kn by the kernel"
 		else
-			bad "$label: code objects named: '$kn' by the kernel, '$sn' when registered (want >= 2 when registered, 4 in all)"
+			bad "$label: code objects named: '$kn' by the kernel, '$sn' when registered (want 4 when registered, 0 by the kernel)"
 		fi
 	fi
 	stop_py "$pid"

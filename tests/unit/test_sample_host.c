@@ -766,6 +766,37 @@ static void test_proc_tstate_slots(void **state)
 	}
 }
 
+/* The filter is two-way: two tags of one set both stay; a third only
+ * takes a way when asked to (a kernel insert, not a seeded constant), and
+ * then leaves one of the two; other sets are untouched. */
+static void test_named_sets(void **state)
+{
+	__u64 named[PROC_NAMED_SLOTS] = {0};
+	__u64 set5 = 5ull << 61, a = set5 | 0x11, b = set5 | 0x21, c = set5 | 0x33;
+	__u64 other = (2ull << 61) | 0x41;
+
+	(void)state;
+	assert_int_equal(code_named_set(a), 10);
+	assert_int_equal(code_named_set(c), code_named_set(a));
+	code_named_put(named, a, 0);
+	code_named_put(named, b, 1); /* an empty way: taken even so */
+	code_named_put(named, other, 0);
+	assert_true(code_named_has(named, a) && code_named_has(named, b));
+	code_named_put(named, a, 0); /* already there: no second copy */
+	assert_true(named[10] != named[11]);
+	code_named_put(named, c, 1);
+	assert_false(code_named_has(named, c));
+	assert_true(code_named_has(named, a) && code_named_has(named, b));
+	code_named_put(named, c, 0);
+	assert_true(code_named_has(named, c));
+	assert_true(code_named_has(named, a) != code_named_has(named, b));
+	assert_true(code_named_has(named, other));
+	for (__u32 i = 0; i < PROC_NAMED_SLOTS; i++)
+		if (i != 10 && i != 11 && i != code_named_set(other))
+			assert_int_equal(named[i], 0);
+	assert_false(code_named_has(named, 0x1234)); /* an empty slot matches nothing */
+}
+
 /* The filter in front of code_names (proc_config.named): a code object
  * named, or found named, has its tag set, and a sample that finds the tag
  * looks nothing up and copies nothing. The user-space fill that
@@ -798,7 +829,7 @@ static void test_named_filter(void **state)
 	for (int i = 0; i < 2; i++) {
 		tag = code_named_tag(fr[i].code, fr[i].fingerprint);
 		assert_int_not_equal(tag, 0);
-		assert_int_equal(im.cfg.named[code_named_slot(tag)], tag);
+		assert_true(code_named_has(im.cfg.named, tag));
 	}
 	/* the map evicted them: the filter still knows, nothing is copied */
 	nnames = 0;
@@ -847,6 +878,7 @@ int main(void)
 	    cmocka_unit_test(test_kernel_names),
 	    cmocka_unit_test(test_proc_tstate_slots),
 	    cmocka_unit_test(test_named_filter),
+	    cmocka_unit_test(test_named_sets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

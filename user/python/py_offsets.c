@@ -114,15 +114,21 @@ struct vtable {
 /*
  * Object layouts (struct py_objlayout), pahole on the same builds. The
  * object, type and module headers and PyDictObject are the same in 3.8 to
- * 3.15; ht_cached_keys moves with the size of PyTypeObject.
+ * 3.15; ht_cached_keys moves with the size of PyTypeObject. co_consts
+ * (56 before 3.11, 24 after: the first field past the var header) and the
+ * tuple's ob_size and ob_item were also checked live on 3.8-3.15, reading
+ * id(code.co_consts) and a tuple's items at them through ctypes; 3.14 put
+ * ob_hash before the items (32), which its debug offsets give.
  */
 #define OBJ_COMMON                                                                                 \
 	.module_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, .long_size = 16,   \
-	.long_digits = 24, .type_basicsize = 32, .type_flags = 168, .type_dictoffset = 288
+	.long_digits = 24, .type_basicsize = 32, .type_flags = 168, .type_dictoffset = 288,        \
+	.tuple_size = 16, .tuple_items = 24
 /* 3.8-3.10: dk_size, dk_nentries, dk_indices; a dict at tp_dictoffset. */
 #define OBJ_PRE311(modules, cached_keys)                                                           \
 	.obj = {OBJ_COMMON,                                                                        \
 		.interp_modules = (modules),                                                       \
+		.code_consts = 56,                                                                 \
 		.keys_model = PY_KEYS_SIZE,                                                        \
 		.attrs_model = PY_ATTRS_DICTOFFSET,                                                \
 		.keys_size = 8,                                                                    \
@@ -256,7 +262,7 @@ static const struct vtable tables[] = {
       .code_size = 192,
       /* 3.11 pre-header: values pointer, dict pointer, GC links. */
       .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 888, .attrs_model = PY_ATTRS_VALUES_PTR,
-	      .managed_values = -32, .type_cached_keys = 872}}},
+	      .code_consts = 24, .managed_values = -32, .type_cached_keys = 872}}},
     /* /root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0. The GIL moved
      * into the interpreter (PEP 684): interp->ceval.gil points to it. */
     {12,
@@ -299,7 +305,7 @@ static const struct vtable tables[] = {
       .frame_size = 80,
       .code_size = 200,
       .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 944, .attrs_model = PY_ATTRS_DORV,
-	      .long_tagged = 1, .type_cached_keys = 880}}},
+	      .code_consts = 24, .long_tagged = 1, .type_cached_keys = 880}}},
 };
 
 static int check_release(uint32_t hex, struct diag *d)
@@ -667,12 +673,15 @@ static int obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
 				    .values_valid = 3,
 				    .values_items = 8,
 				    .flag_inline_values = 1u << 2,
+				    .code_consts = 24, /* right after the var header */
 				    .type_cached_keys = p.L->type_cached_keys};
 	F32("interpreter_state", "imports_modules", 8, ob->interp_modules);
 	F16("dict_object", "ma_keys", 8, ob->dict_keys);
 	F16("dict_object", "ma_values", 8, ob->dict_values);
 	F16("long_object", "lv_tag", 8, ob->long_size);
 	F16("long_object", "ob_digit", 4, ob->long_digits);
+	F16("tuple_object", "ob_size", 8, ob->tuple_size);
+	F16("tuple_object", "ob_item", 8, ob->tuple_items);
 	F16("type_object", "tp_flags", 8, ob->type_flags);
 	if (slot_of(p.L, "type_object", "tp_basicsize") >= 0) {
 		F16("type_object", "tp_basicsize", 8, ob->type_basicsize);

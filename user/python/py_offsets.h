@@ -229,6 +229,12 @@ struct py_objlayout {
 	int16_t managed_values;	     /* 3.11: the values pointer */
 	uint32_t flag_managed_dict;  /* tp_flags bit: Py_TPFLAGS_MANAGED_DICT (3.11+) */
 	uint32_t flag_inline_values; /* Py_TPFLAGS_INLINE_VALUES (3.13+) */
+	/* Constants of code objects, for naming code before it runs
+	 * (bpf_sampler_seed): PyCodeObject.co_consts, a tuple, whose ob_size
+	 * and ob_item (3.14 put ob_hash before the items). 0: unknown. */
+	uint16_t code_consts;
+	uint16_t tuple_size, tuple_items;
+	uint16_t pad1;
 };
 
 /*
@@ -252,7 +258,8 @@ struct py_extra {
 	uint32_t tstate_size;	      /* 3.13+: sizeof PyThreadState; 0 before */
 	uint32_t interp_threads_main; /* 3.14+: interp->threads.main; 0 before */
 	uint32_t debug_size;	      /* 3.13+: bytes of _Py_DebugOffsets; 0 before */
-	/* Objects, for threading names; obj.keys_model 0 when unknown. */
+	/* Objects, for threading names (obj.keys_model 0 when unknown) and
+	 * code constants (obj.code_consts 0 when unknown). */
 	struct py_objlayout obj;
 };
 

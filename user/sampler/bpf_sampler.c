@@ -294,6 +294,24 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 #define SEED_THREADS_MAX 1024
 #define SEED_NAMES_MAX	 256
 
+/* Put the name of code object k in code_names unless it is there, read
+ * into cbuf; its filter tag, or 0 when it could not be named. */
+static __u64 seed_name(struct bpf_sampler *s, struct mem_reader *r, const struct proc_config *cfg,
+		       const struct code_name_key *k, __u8 *cbuf)
+{
+	struct code_name n;
+
+	if (bpf_map_lookup_elem(s->names_fd, k, &n)) { /* not named yet */
+		/* Whole: the bytes past each length go into the map too. */
+		memset(&n, 0, sizeof(n));
+		if (code_name_fill(r, &cfg->off, k->code, k->fingerprint, cbuf, &n) ||
+		    bpf_map_update_elem(s->names_fd, k, &n, BPF_NOEXIST))
+			return 0;
+		s->seeded_names++;
+	}
+	return code_named_tag(k->code, k->fingerprint);
+}
+
 /*
  * Name the code objects on the stack of the thread state tstate, as the
  * kernel would on their first samples (bpf/code_name.h, the same code),
@@ -305,7 +323,6 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 		       int *budget, struct proc_config *kc)
 {
 	static _Thread_local __u8 cbuf[WALK_CBUF_SIZE + 8];
-	struct code_name n;
 	__u64 tag;
 
 	/* A live read of a running thread can be torn (its leaf frame popped
@@ -322,16 +339,85 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			continue; /* recursion */
 		if ((*budget)-- <= 0)
 			break;
-		if (bpf_map_lookup_elem(s->names_fd, &k, &n)) { /* not named yet */
-			/* Whole: the bytes past each length go into the map too. */
-			memset(&n, 0, sizeof(n));
-			if (code_name_fill(r, &cfg->off, k.code, k.fingerprint, cbuf, &n) ||
-			    bpf_map_update_elem(s->names_fd, &k, &n, BPF_NOEXIST))
+		tag = seed_name(s, r, cfg, &k, cbuf);
+		if (tag)
+			code_named_put(kc->named, tag, 0);
+	}
+}
+
+/* Levels of constants followed from a stack's code: a module's functions
+ * and classes (1), a class's methods (2). */
+#define SEED_CONST_LEVELS 2
+/* Items of one co_consts tuple looked at: a hostile size costs no more. */
+#define SEED_CONST_ITEMS 256
+
+/*
+ * Name the code objects that the code on a stack holds as constants. At
+ * registration a light process is mostly asleep (<module> -> main ->
+ * time.sleep), and the functions it runs when it wakes are on no stack:
+ * under record -a their first samples named them in the kernel, about
+ * 3 us each, much of such a process's cost. Their code objects are
+ * constants of the module's code (a class's methods, of the class body's):
+ * named here, from user space, SEED_CONST_LEVELS deep, within the same
+ * budget. The filter's slots stay the stack's: a constant's tag only takes
+ * an empty one (code_named_put's only_empty).
+ *
+ * Everything is read from a live, possibly hostile target: a tuple's size
+ * is clamped, an item is named only if its type is the code type, and its
+ * fingerprint is the one read with it, as the kernel would compute it.
+ */
+static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
+			const struct proc_config *cfg, const struct py_objlayout *ob,
+			const struct thread_stack *ts, int *budget, struct proc_config *kc)
+{
+	static _Thread_local __u8 cbuf[WALK_CBUF_SIZE + 8];
+	__u64 queue[SEED_NAMES_MAX], items[SEED_CONST_ITEMS];
+	uint32_t nq = 0, level_end, head = 0;
+	__u32 csize = cfg->off.code_read_size;
+
+	if (!ob || !ob->code_consts || !ob->tuple_items || !cfg->code_type_addr ||
+	    csize > BPFPY_CODE_BUF)
+		return;
+	for (uint32_t i = 0; i < ts->nframes && nq < SEED_NAMES_MAX; i++)
+		if (!i || ts->frames[i].code != ts->frames[i - 1].code)
+			queue[nq++] = ts->frames[i].code;
+	for (int level = 0; level < SEED_CONST_LEVELS; level++) {
+		for (level_end = nq; head < level_end; head++) {
+			__u64 tuple = 0;
+			__s64 n = 0;
+
+			if (*budget <= 0)
+				return;
+
+			if (mem_read(r, &tuple, 8, queue[head] + ob->code_consts) || !tuple ||
+			    mem_read(r, &n, 8, tuple + ob->tuple_size) || n <= 0)
 				continue;
-			s->seeded_names++;
+			if (n > SEED_CONST_ITEMS)
+				n = SEED_CONST_ITEMS;
+			if (mem_read(r, items, (size_t)n * 8, tuple + ob->tuple_items))
+				continue;
+			for (__s64 j = 0; j < n; j++) {
+				struct code_name_key k = {.pid = (__u32)pid, .code = items[j]};
+				__u64 type = 0, tag;
+
+				if (*budget <= 0)
+					return;
+				if (!items[j] ||
+				    mem_read(r, &type, 8, items[j] + cfg->off.ob_type) ||
+				    type != cfg->code_type_addr)
+					continue; /* not a code object */
+				(*budget)--;
+				if (mem_read(r, cbuf, csize, items[j]))
+					continue;
+				k.fingerprint = walk_fingerprint(cbuf, &cfg->off);
+				tag = seed_name(s, r, cfg, &k, cbuf);
+				if (!tag)
+					continue;
+				code_named_put(kc->named, tag, 1);
+				if (nq < SEED_NAMES_MAX)
+					queue[nq++] = k.code;
+			}
 		}
-		tag = code_named_tag(k.code, k.fingerprint);
-		kc->named[code_named_slot(tag)] = tag;
 	}
 }
 
@@ -355,7 +441,7 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
  * sample that later shows that pair finds its name already there.
  */
 void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-		      const struct proc_config *cfg)
+		      const struct proc_config *cfg, const struct py_objlayout *ob)
 {
 	struct diag d = {0};
 	struct tstate_iter it;
@@ -387,8 +473,10 @@ void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			if (!*slot || tid == (__u32)pid) /* the main thread wins a shared slot */
 				*slot = tstate;
 		}
-		if (ts && budget > 0 && s->names_fd >= 0)
+		if (ts && budget > 0 && s->names_fd >= 0) {
 			seed_names(s, pid, r, cfg, tstate, ts, &budget, &kc);
+			seed_consts(s, pid, r, cfg, ob, ts, &budget, &kc);
+		}
 	}
 	free(ts);
 	proc_ns_tids_free(&nt);

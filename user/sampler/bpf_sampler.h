@@ -14,6 +14,7 @@
 #include "bpfpy.h"
 #include "diag.h"
 #include "mem_reader.h"
+#include "py_offsets.h"
 
 struct bpf_sampler_opts {
 	double rate_hz;		 /* wanted mean rate per running thread */
@@ -50,11 +51,12 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
 /* Tell the kernel what a thread's first sample would otherwise find out
  * in the target, now: pid's thread states (tid -> tstate hints), so that
  * it is one checked read rather than a search of the thread list, and the
- * names of the code on their stacks (code_names), so that it copies none.
- * Best effort: a hint is checked on every use, a name is under the
- * fingerprint it was read with. */
+ * names of the code on their stacks and of the code that code holds as
+ * constants (code_names; ob gives the co_consts layout, NULL for none),
+ * so that it copies none. Best effort: a hint is checked on every use, a
+ * name is under the fingerprint it was read with. */
 void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-		      const struct proc_config *cfg);
+		      const struct proc_config *cfg, const struct py_objlayout *ob);
 /* Did pid call execve since it was added? The kernel has then already
  * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
