@@ -348,8 +348,11 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 /* Levels of constants followed from a stack's code: a module's functions
  * and classes (1), a class's methods (2). */
 #define SEED_CONST_LEVELS 2
-/* Items of one co_consts tuple looked at: a hostile size costs no more. */
+/* Items of one co_consts tuple looked at: a hostile size costs no more.
+ * Constants looked at per process, code or not (a type read each): a
+ * module's strings and numbers, or a hostile target's, cost no more. */
 #define SEED_CONST_ITEMS 256
+#define SEED_CONST_LOOKS 1024
 
 /*
  * Name the code objects that the code on a stack holds as constants. At
@@ -374,6 +377,7 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 	__u64 queue[SEED_NAMES_MAX], items[SEED_CONST_ITEMS];
 	uint32_t nq = 0, level_end, head = 0;
 	__u32 csize = cfg->off.code_read_size;
+	int looks = SEED_CONST_LOOKS;
 
 	if (!ob || !ob->code_consts || !ob->tuple_items || !cfg->code_type_addr ||
 	    csize > BPFPY_CODE_BUF)
@@ -388,7 +392,6 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 
 			if (*budget <= 0)
 				return;
-
 			if (mem_read(r, &tuple, 8, queue[head] + ob->code_consts) || !tuple ||
 			    mem_read(r, &n, 8, tuple + ob->tuple_size) || n <= 0)
 				continue;
@@ -400,7 +403,7 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 				struct code_name_key k = {.pid = (__u32)pid, .code = items[j]};
 				__u64 type = 0, tag;
 
-				if (*budget <= 0)
+				if (*budget <= 0 || looks-- <= 0)
 					return;
 				if (!items[j] ||
 				    mem_read(r, &type, 8, items[j] + cfg->off.ob_type) ||
