@@ -37,7 +37,7 @@ for dir in "$PYENV"/3.*; do
 	# offsets, so "ceval.gil.locked" is a lookup, not arithmetic.
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
 	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
-		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject; do
+		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
 	done
 	echo "# $minor measured on $lib ($full)" >>"$tmp/out"
@@ -218,6 +218,10 @@ put("obj.type_basicsize", off("_typeobject", "tp_basicsize"))
 put("obj.type_flags", off("_typeobject", "tp_flags"))
 put("obj.type_dictoffset", off("_typeobject", "tp_dictoffset"))
 put("obj.type_cached_keys", off("_heaptypeobject", "ht_cached_keys"))
+# Code constants, for naming code at registration (bpf_sampler_seed).
+put("obj.code_consts", off(CO, "co_consts"))
+put("obj.tuple_size", off("PyTupleObject", "ob_base.ob_size"))
+put("obj.tuple_items", off("PyTupleObject", "ob_item"))
 print("\n".join(out))
 EOF
 done
@@ -225,7 +229,8 @@ done
 # 3.14 and 3.15 (Debian sid chroot, no DWARF): what _Py_DebugOffsets does
 # not carry and py_offsets.c supplies from the headers is measured here on a
 # live interpreter instead, by finding where known values sit in objects:
-# co_flags in code objects, and where a compact str's characters begin.
+# co_flags in code objects, where a compact str's characters begin, a
+# class's cached keys, co_consts and a tuple's size and items.
 SID="${SID:-/var/cache/bpfpy/sid}"
 PROBE='import ctypes, sys
 def mem(o, n):
@@ -275,7 +280,18 @@ for k in range(400, type.__basicsize__, 8):
     except OSError:
         pass
 assert len(hits) == 1, hits
-print(m, "obj.type_cached_keys", hits[0])'
+print(m, "obj.type_cached_keys", hits[0])
+# co_consts: the word of a code object that is id(co_consts); a tuple'"'"'s
+# size and first item: the words that are its len() and id(item 0).
+def find_word(o, want, lo=16, hi=200):
+    hits = [k for k in range(lo, hi, 8) if word(id(o) + k) == want]
+    assert len(hits) == 1, (want, hits)
+    return hits[0]
+mod = compile("def f(): pass\nx = 12345", "m", "exec")
+print(m, "obj.code_consts", find_word(mod, id(mod.co_consts)))
+t = tuple([C, "x", 3 ** 40])
+print(m, "obj.tuple_size", find_word(t, 3, 8, 48))
+print(m, "obj.tuple_items", find_word(t, id(C), 8, 48))'
 for m in 3.14 3.15; do
 	if [ -x "$SID/usr/bin/python$m" ]; then
 		echo "# $m measured live on $SID/usr/bin/python$m ($(chroot "$SID" "python$m" -c 'import platform; print(platform.python_version())')) with ctypes" >>"$tmp/out"

@@ -137,6 +137,9 @@ static const struct key keys[] = {
     KX(obj.type_flags),
     KX(obj.type_dictoffset),
     KX(obj.type_cached_keys),
+    KX(obj.code_consts),
+    KX(obj.tuple_size),
+    KX(obj.tuple_items),
 };
 
 static const struct key *key_of(const char *name)
