@@ -129,8 +129,9 @@ struct proc_config {
 	 * code objects this process's samples found in code_names (or put
 	 * there), see code_named_tag() in bpf/code_name.h. A sample that finds
 	 * its code here skips the map lookup: in a cold cache that lookup was
-	 * about 1.5 us a sample. A hint only: a slot is overwritten by the next
-	 * code that hashes to it, and a tag that survives the map's eviction
+	 * about 1.5 us a sample. A hint only: two-way sets, so a third code
+	 * whose tag chooses a full set takes one of its ways (code_named_put),
+	 * and a tag that survives the map's eviction
 	 * of its entry only means the kernel does not name that code again
 	 * (user space reads live objects itself). */
 	__u64 named[PROC_NAMED_SLOTS];

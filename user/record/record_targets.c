@@ -98,7 +98,8 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 	}
 	if (ts->sampler) { /* names of code freed before we read them */
 		code_cache_set_names(t->cache, bpf_sampler_code_name, ts->sampler, (uint32_t)pid);
-		bpf_sampler_seed(ts->sampler, pid, &t->proc->mem, &t->proc->cfg, &t->proc->extra.obj);
+		bpf_sampler_seed(ts->sampler, pid, &t->proc->mem, &t->proc->cfg,
+				 &t->proc->extra.obj);
 	}
 	ts->t[ts->n++] = t;
 	if (ts->verbose) {

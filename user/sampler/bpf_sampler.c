@@ -294,17 +294,20 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 #define SEED_THREADS_MAX 1024
 #define SEED_NAMES_MAX	 256
 
-/* Put the name of code object k in code_names unless it is there, read
- * into cbuf; its filter tag, or 0 when it could not be named. */
+/* A code object's header, read by the seed (code_name_fill's buffer). */
+static _Thread_local __u8 seed_cbuf[WALK_CBUF_SIZE + 8];
+
+/* Put the name of code object k in code_names unless it is there; its
+ * filter tag, or 0 when it could not be named. */
 static __u64 seed_name(struct bpf_sampler *s, struct mem_reader *r, const struct proc_config *cfg,
-		       const struct code_name_key *k, __u8 *cbuf)
+		       const struct code_name_key *k)
 {
 	struct code_name n;
 
 	if (bpf_map_lookup_elem(s->names_fd, k, &n)) { /* not named yet */
 		/* Whole: the bytes past each length go into the map too. */
 		memset(&n, 0, sizeof(n));
-		if (code_name_fill(r, &cfg->off, k->code, k->fingerprint, cbuf, &n) ||
+		if (code_name_fill(r, &cfg->off, k->code, k->fingerprint, seed_cbuf, &n) ||
 		    bpf_map_update_elem(s->names_fd, k, &n, BPF_NOEXIST))
 			return 0;
 		s->seeded_names++;
@@ -322,7 +325,6 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 		       const struct proc_config *cfg, __u64 tstate, struct thread_stack *ts,
 		       int *budget, struct proc_config *kc)
 {
-	static _Thread_local __u8 cbuf[WALK_CBUF_SIZE + 8];
 	__u64 tag;
 
 	/* A live read of a running thread can be torn (its leaf frame popped
@@ -339,7 +341,7 @@ static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			continue; /* recursion */
 		if ((*budget)-- <= 0)
 			break;
-		tag = seed_name(s, r, cfg, &k, cbuf);
+		tag = seed_name(s, r, cfg, &k);
 		if (tag)
 			code_named_put(kc->named, tag, 0);
 	}
@@ -373,7 +375,6 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			const struct proc_config *cfg, const struct py_objlayout *ob,
 			const struct thread_stack *ts, int *budget, struct proc_config *kc)
 {
-	static _Thread_local __u8 cbuf[WALK_CBUF_SIZE + 8];
 	__u64 queue[SEED_NAMES_MAX], items[SEED_CONST_ITEMS];
 	uint32_t nq = 0, level_end, head = 0;
 	__u32 csize = cfg->off.code_read_size;
@@ -410,10 +411,10 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 				    type != cfg->code_type_addr)
 					continue; /* not a code object */
 				(*budget)--;
-				if (mem_read(r, cbuf, csize, items[j]))
+				if (mem_read(r, seed_cbuf, csize, items[j]))
 					continue;
-				k.fingerprint = walk_fingerprint(cbuf, &cfg->off);
-				tag = seed_name(s, r, cfg, &k, cbuf);
+				k.fingerprint = walk_fingerprint(seed_cbuf, &cfg->off);
+				tag = seed_name(s, r, cfg, &k);
 				if (!tag)
 					continue;
 				code_named_put(kc->named, tag, 1);

@@ -92,9 +92,9 @@ int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT]);
  * Shaped as a code_names_fn (code_cache.h), with the sampler as ctx. */
 int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t fingerprint,
 			  struct code_name *out);
-/* The clock's actual base period and the keep probability. */
 /* Code objects bpf_sampler_seed() named so far (so the kernel did not). */
 uint64_t bpf_sampler_seeded_names(const struct bpf_sampler *s);
+/* The clock's actual base period and the keep probability. */
 uint64_t bpf_sampler_period_ns(const struct bpf_sampler *s);
 double bpf_sampler_keep_prob(const struct bpf_sampler *s);
 int bpf_sampler_ncpus(const struct bpf_sampler *s);
