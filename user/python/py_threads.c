@@ -26,14 +26,28 @@ static int read_ptr(struct mem_reader *r, uint64_t addr, uint64_t *out)
 	return mem_read(r, out, sizeof(*out), addr);
 }
 
-/* threading._active of the main interpreter, or 0. */
-static uint64_t find_active(struct py_process *p)
+/* The modules dict's keys object and entry count: what changes with every
+ * import (py_tnames.miss_keys). 0, or -1 if unreadable. */
+static int modules_stamp(struct mem_reader *r, const struct py_objlayout *L, uint64_t modules,
+			 uint64_t *keys, uint64_t *nentries)
+{
+	if (read_ptr(r, modules + L->dict_keys, keys) || !*keys ||
+	    read_ptr(r, *keys + L->keys_nentries, nentries))
+		return -1;
+	return 0;
+}
+
+/* threading._active of the main interpreter, or 0. A search that finds
+ * no threading module is remembered in t and not repeated until the
+ * modules dict gains an entry. */
+static uint64_t find_active(struct py_process *p, struct py_tnames *t)
 {
 	const struct py_objlayout *L = &p->extra.obj;
 	const struct py_offsets *o = &p->cfg.off;
 	struct mem_reader *r = &p->mem;
 	static const char *const tname[] = {"threading"}, *const aname[] = {"_active"};
-	uint64_t interp = 0, next, modules, mod, md, active;
+	uint64_t interp = 0, next, modules, mod, md, active, keys, nentries;
+	int stamped, found;
 
 	if (read_ptr(r, p->cfg.runtime_addr + o->runtime_interpreters_head, &next))
 		return 0;
@@ -44,8 +58,15 @@ static uint64_t find_active(struct py_process *p)
 	}
 	if (!interp || next || read_ptr(r, interp + L->interp_modules, &modules))
 		return 0;
-	if (pydict_get(r, o, L, modules, tname, &mod, 1) != 1 ||
-	    read_ptr(r, mod + L->module_dict, &md) ||
+	stamped = !modules_stamp(r, L, modules, &keys, &nentries);
+	if (stamped && t->miss_keys == keys && t->miss_nentries == nentries)
+		return 0; /* no import since the last search */
+	found = pydict_get(r, o, L, modules, tname, &mod, 1);
+	if (found == 0 && stamped) {
+		t->miss_keys = keys;
+		t->miss_nentries = nentries;
+	}
+	if (found != 1 || read_ptr(r, mod + L->module_dict, &md) ||
 	    pydict_get(r, o, L, md, aname, &active, 1) != 1)
 		return 0;
 	return active;
@@ -129,7 +150,7 @@ static int scan_active(struct py_process *p, struct py_tnames *t, int incrementa
 	/* The cached dict first: it lives as long as the module does. */
 	for (int pass = 0; pass < 2 && rc < 0; pass++) {
 		if (!t->active || pass) {
-			t->active = find_active(p);
+			t->active = find_active(p, t);
 			t->pos = (struct pydict_pos){0};
 		}
 		if (!t->active)

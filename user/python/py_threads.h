@@ -36,6 +36,13 @@ struct py_tnames {
 	size_t n, cap;
 	uint64_t active;       /* threading._active found last time, 0 if none */
 	struct pydict_pos pos; /* how much of it v holds */
+	/* The last search found no "threading" in sys.modules: the modules
+	 * dict's keys object and its entry count then. Every insertion (an
+	 * import) bumps the count or replaces the keys, so while both stay
+	 * the search is not repeated: it costs a read per module, and a
+	 * process that never imports threading would pay it for each new
+	 * thread's every retry (record's pending names). */
+	uint64_t miss_keys, miss_nentries;
 };
 
 /*
