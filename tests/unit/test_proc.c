@@ -3,9 +3,12 @@
  * The /proc readers (proc.h): the stat parser on lines whose comm holds
  * spaces, parentheses and ") " itself (any user picks its comm), the CapEff
  * parser, and each reader against this process and a child with a hostile
- * comm, compared with what the kernel says through other calls; and the
- * safe opener of target-named files (proc_root.h) on planted FIFOs.
+ * comm, compared with what the kernel says through other calls; the pidfd
+ * opener (a wrong start time refused, exit seen before the child is
+ * reaped); and the safe opener of target-named files (proc_root.h) on
+ * planted FIFOs.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -139,6 +142,46 @@ static void test_hostile_comm(void **state)
 	close(fds[1]);
 }
 
+/* proc_pidfd_open: only for the process that started at the time given;
+ * its pidfd polls readable once it exited, a zombie not yet reaped too
+ * (record's reap: kill(pid, 0) still succeeds on a zombie). */
+static void test_pidfd(void **state)
+{
+	struct pollfd pf = {.events = POLLIN};
+	unsigned long long st;
+	int fds[2], status;
+	pid_t child;
+	char c;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		close(fds[1]);
+		/* Exits when the test closes its end. */
+		_exit(read(fds[0], &c, 1) == 0 ? 0 : 1);
+	}
+	close(fds[0]);
+	st = proc_starttime(child);
+	assert_true(st > 0);
+	assert_int_equal(proc_pidfd_open(child, st + 1), -1); /* another process's time */
+	assert_int_equal(proc_pidfd_open(child, 0), -1);
+	pf.fd = proc_pidfd_open(child, st);
+	assert_true(pf.fd >= 0);
+	assert_true(fcntl(pf.fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(poll(&pf, 1, 0), 0); /* alive */
+	close(fds[1]);
+	assert_int_equal(poll(&pf, 1, 60000), 1); /* a zombie now */
+	assert_true(pf.revents & POLLIN);
+	assert_int_equal(kill(child, 0), 0);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(poll(&pf, 1, 0), 1);
+	close(pf.fd);
+	assert_int_equal(proc_pidfd_open(child, st), -1); /* gone */
+}
+
 /* The one safe opener of target files: a FIFO, a directory or a symlink to
  * a FIFO under the name is refused at once (naming its type), never opened
  * (an open of a FIFO for reading blocks until a writer comes); a regular
@@ -186,7 +229,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stat_parse), cmocka_unit_test(test_cap_eff_parse),
 	    cmocka_unit_test(test_self),       cmocka_unit_test(test_hostile_comm),
-	    cmocka_unit_test(test_safe_open),
+	    cmocka_unit_test(test_pidfd),      cmocka_unit_test(test_safe_open),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

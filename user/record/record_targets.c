@@ -101,6 +101,7 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		bpf_sampler_seed(ts->sampler, pid, &t->proc->mem, &t->proc->cfg,
 				 &t->proc->extra.obj);
 	}
+	t->pidfd = proc_pidfd_open(pid, t->starttime);
 	ts->t[ts->n++] = t;
 	if (ts->verbose) {
 		char ec[64], ev[64], en[512];
@@ -358,33 +359,75 @@ static void release(struct target_set *ts, struct rec_target *t)
 	free(t->proc);
 	t->proc = NULL;
 	py_tnames_free(&t->tnames);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
 }
 
-/* A reap checks each target with kill(0); the PID-reuse check (a file read
- * per target) only every this many reaps: a reused PID must first exit and
- * be reborn, and an exec of the reborn one is caught by the kernel anyway. */
+/* A target without a pidfd is checked with kill(0), and its PID-reuse check
+ * (a file read per target) only every this many reaps: a reused PID must
+ * first exit and be reborn, and an exec of the reborn one is caught by the
+ * kernel anyway. */
 #define REUSE_CHECK_EVERY 8
+
+/* Target t exited, or its PID was reused: unregistered and released. */
+static void drop_exited(struct target_set *ts, struct rec_target *t)
+{
+	t->exited = TARGET_EXITED;
+	if (ts->sampler)
+		bpf_sampler_remove(ts->sampler, t->pid);
+	/* Records still in the ring buffer for this PID are dropped
+	 * (targets_find skips exited targets), so nothing reads the cache
+	 * again: free it now, or `record -a` on a host that churns processes
+	 * grows by a cache per process (the soak). */
+	release(ts, t);
+}
+
+/* Drop the live targets whose pidfd says they exited: one poll() for all. */
+static void poll_exits(struct target_set *ts)
+{
+	int n = 0, k = 0;
+
+	for (int i = 0; i < ts->n; i++)
+		n += !ts->t[i]->exited && ts->t[i]->pidfd >= 0;
+	if (!n)
+		return;
+	if (n > ts->polls_cap) {
+		struct pollfd *p = realloc(ts->polls, (size_t)n * sizeof(*p));
+
+		if (!p)
+			return; /* looked at again next reap */
+		ts->polls = p;
+		ts->polls_cap = n;
+	}
+	for (int i = 0; i < ts->n; i++)
+		if (!ts->t[i]->exited && ts->t[i]->pidfd >= 0)
+			ts->polls[k++] = (struct pollfd){.fd = ts->t[i]->pidfd, .events = POLLIN};
+	if (poll(ts->polls, (nfds_t)n, 0) <= 0)
+		return;
+	k = 0;
+	for (int i = 0; i < ts->n; i++) {
+		struct rec_target *t = ts->t[i];
+
+		if (!t->exited && t->pidfd >= 0 && ts->polls[k++].revents)
+			drop_exited(ts, t);
+	}
+}
 
 int targets_reap(struct target_set *ts)
 {
 	int alive = 0, reuse_check = ts->reaps++ % REUSE_CHECK_EVERY == 0;
 	int execs = ts->sampler && bpf_sampler_exec_pending(ts->sampler);
 
+	poll_exits(ts);
 	for (int i = 0; i < ts->n; i++) {
 		struct rec_target *t = ts->t[i];
 
 		if (t->exited || (execs && reap_exec(ts, t)))
 			continue;
-		if ((kill(t->pid, 0) && errno == ESRCH) ||
-		    (reuse_check && proc_starttime(t->pid) != t->starttime)) {
-			t->exited = TARGET_EXITED;
-			if (ts->sampler)
-				bpf_sampler_remove(ts->sampler, t->pid);
-			/* Records still in the ring buffer for this PID are dropped
-			 * (targets_find skips exited targets), so nothing reads the
-			 * cache again: free it now, or `record -a` on a host that
-			 * churns processes grows by a cache per process (the soak). */
-			release(ts, t);
+		if (t->pidfd < 0 && ((kill(t->pid, 0) && errno == ESRCH) ||
+				     (reuse_check && proc_starttime(t->pid) != t->starttime))) {
+			drop_exited(ts, t);
 			continue;
 		}
 		alive++;
@@ -415,10 +458,13 @@ void targets_free(struct target_set *ts)
 		code_cache_free(ts->t[i]->cache);
 		free(ts->t[i]->proc);
 		py_tnames_free(&ts->t[i]->tnames);
+		if (ts->t[i]->pidfd >= 0)
+			close(ts->t[i]->pidfd);
 		free(ts->t[i]);
 	}
 	free(ts->t);
 	free(ts->seen);
 	free(ts->follow);
+	free(ts->polls);
 	memset(ts, 0, sizeof(*ts));
 }

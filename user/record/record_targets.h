@@ -8,6 +8,7 @@
 #ifndef RECORD_TARGETS_H
 #define RECORD_TARGETS_H
 
+#include <poll.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,6 +34,7 @@ struct rec_target {
 	struct py_process *proc;
 	struct code_cache *cache;
 	unsigned long long starttime; /* /proc/PID/stat: tells a reused PID apart */
+	int pidfd; /* proc_pidfd_open while it lives, or -1: then kill() and starttime */
 	/* CLOCK_MONOTONIC at registration: a record stamped earlier for this
 	 * PID was taken from an image the PID had before an exec. */
 	uint64_t since_ns;
@@ -75,6 +77,8 @@ struct target_set {
 	uint64_t lines_cut_gone; /* lines_cut of the caches already freed */
 	int scanned;		 /* full reads of /proc so far; from 2 on, events instead */
 	unsigned reaps;
+	struct pollfd *polls; /* targets_reap's, one per live target with a pidfd */
+	int polls_cap;
 };
 
 /* Add one PID given on the command line: errors are the caller's to report. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* /proc/PID/stat is one line of at most ~700 bytes (comm is 16 of them);
@@ -75,6 +76,23 @@ unsigned long long proc_starttime(pid_t pid)
 	struct proc_stat st;
 
 	return proc_stat_read(pid, 0, &st) ? 0 : st.starttime;
+}
+
+int proc_pidfd_open(pid_t pid, unsigned long long starttime)
+{
+#ifdef SYS_pidfd_open
+	int fd = pid > 0 && starttime ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+
+	if (fd >= 0 && proc_starttime(pid) != starttime) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+#else
+	(void)pid;
+	(void)starttime;
+	return -1;
+#endif
 }
 
 pid_t proc_ppid(pid_t pid)
