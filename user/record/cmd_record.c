@@ -36,8 +36,8 @@
 
 /* -o may be given this many times: one recording, written in each format. */
 #define MAX_OUTPUTS 8
-/* How often the ring buffer is drained and new processes are looked for. */
-#define POLL_MS	      20
+/* How often new processes are looked for (the ring buffer is drained
+ * every bpf_sampler_idle_ms() at least). */
 #define SCAN_EVERY_MS 250
 
 struct record_opts {
@@ -737,10 +737,12 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 
 	while (c->launch || !signals_stop_requested()) {
 		double now = mono_s();
-		int wait_ms = POLL_MS;
+		int wait_ms = bpf_sampler_idle_ms(s);
 
 		if (now >= deadline)
 			break;
+		if ((deadline - now) * 1000 < wait_ms) /* -d: end on time */
+			wait_ms = (int)((deadline - now) * 1000) + 1;
 		if (c->launch && launch_should_end(c->launch, now, &grace, "record", tty))
 			break;
 		if (o->wall && now >= next_snap) {
@@ -754,7 +756,7 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 		if (o->wall) {
 			double until = (next_snap - mono_s()) * 1000;
 
-			wait_ms = until < 0 ? 0 : until < POLL_MS ? (int)until : POLL_MS;
+			wait_ms = until < 0 ? 0 : until < wait_ms ? (int)until : wait_ms;
 		}
 		bpf_sampler_poll(s, wait_ms, on_sample, c);
 		now = mono_s();

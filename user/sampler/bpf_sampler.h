@@ -85,6 +85,9 @@ int bpf_sampler_set_enabled(struct bpf_sampler *s, bool on);
 /* Drain what is in the ring buffer, waiting up to timeout_ms for the first
  * record. Returns records handled, or -1. */
 int bpf_sampler_poll(struct bpf_sampler *s, int timeout_ms, bpf_sample_fn fn, void *ctx);
+/* The timeout for bpf_sampler_poll that cannot let the ring buffer fill
+ * (20 to 100 ms: from the clock's rate, the CPUs and the ring's size). */
+int bpf_sampler_idle_ms(const struct bpf_sampler *s);
 /* Counters summed over CPUs, indexed by enum counter. */
 int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT]);
 /* The kernel's copy of the names of code object addr as first sampled in
