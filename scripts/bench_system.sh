@@ -94,7 +94,9 @@ row() {
 		"$1" "$LABEL" "$v" "$c" "$t" "$l" "$6" >&3
 }
 
-# run_record OUTPREFIX ARGS...: bpfpy record under /usr/bin/time; leaves
+# run_record OUTPREFIX ARGS...: bpfpy record under scripts/rusage.py
+# (user and system time to the microsecond; GNU time's hundredths were the
+# CPU goal's whole step); leaves
 # the summary in OUTPREFIX.err and "user sys maxrss_kb elapsed" in .time,
 # and sets STEADY: bpfpy's CPU% from 2 s in to 1 s before the end, i.e.
 # without the start (BPF verification, opening every process), "-" for
@@ -102,7 +104,7 @@ row() {
 run_record() {
 	local p=$1 tp bp c0 c1
 	shift
-	/usr/bin/time -o "$p.time" -f "%U %S %M %e" "$BPFPY" record "$@" -F "$RATE" \
+	python3 "$here/rusage.py" "$p.time" "$BPFPY" record "$@" -F "$RATE" \
 		-d "$DURATION" -o "$p.folded" --force >/dev/null 2>"$p.err" &
 	tp=$!
 	STEADY=-
