@@ -10,6 +10,11 @@
  * at their own dict, a dict that is its own value and its own key, an
  * instance that is its own dict: each gives -1 or a bounded answer, within
  * a bounded number of reads.
+ *
+ * Every case runs twice: over the image reader, and over a live reader of
+ * this very process (process_vm_readv), the memory mapped at the addresses
+ * it claims with an unmapped guard after it, so that the batched key reads
+ * (mem_read_each) meet the same failures a target's would.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "pyobj.h"
@@ -29,6 +36,7 @@ static uint8_t *mem;
 static uint64_t top;
 static struct mem_region region;
 static struct mem_reader rd;
+static int live; /* the second pass: read this process, not the image */
 static struct py_offsets po;
 static struct py_extra px;
 
@@ -61,7 +69,10 @@ static void reset(void)
 	memset(mem, 0, MEM_SIZE);
 	top = 64; /* room below the first object for pre-header words */
 	region = (struct mem_region){BASE, mem, MEM_SIZE};
-	mem_reader_init_image(&rd, &region, 1);
+	if (live)
+		mem_reader_init_pid(&rd, getpid());
+	else
+		mem_reader_init_image(&rd, &region, 1);
 }
 
 static void layout(unsigned minor)
@@ -571,17 +582,54 @@ static void test_layouts(void **state)
 	}
 }
 
+/* mem_read_each: whole reads only, the failed ones (unmapped, or running
+ * into the guard page) marked and skipped, the rest still read. */
+static void test_read_each(void **state)
+{
+	uint64_t addrs[] = {BASE, BASE + MEM_SIZE + 64, BASE + MEM_SIZE - 8, BASE + 64,
+			    BASE + 4096};
+	uint8_t out[5 * 16], ok[5];
+	uint64_t r0;
+
+	(void)state;
+	reset();
+	for (int i = 0; i < 5; i++)
+		if (addrs[i] + 16 <= BASE + MEM_SIZE)
+			memset(at(addrs[i]), 'a' + i, 16);
+	r0 = rd.reads;
+	assert_int_equal(mem_read_each(&rd, out, 16, addrs, 5, ok), 3);
+	assert_memory_equal(ok, ((uint8_t[]){1, 0, 0, 1, 1}), 5);
+	for (int i = 0; i < 5; i++)
+		for (int k = 0; ok[i] && k < 16; k++)
+			assert_int_equal(out[i * 16 + k], 'a' + i);
+	/* Live: one call to the first failure, one for the read that runs into
+	 * the guard, one for the rest. */
+	if (live)
+		assert_int_equal(rd.reads - r0, 3);
+	assert_int_equal(mem_read_each(&rd, out, 16, addrs + 3, 2, ok), 2);
+	assert_int_equal(mem_read_each(&rd, out, 0, addrs, 5, ok), 0);
+}
+
 static int setup(void **state)
 {
+	void *m;
+
 	(void)state;
-	mem = calloc(1, MEM_SIZE);
-	return mem ? 0 : -1;
+	/* The addresses the objects claim, and an unreadable page after. */
+	m = mmap((void *)(uintptr_t)BASE, MEM_SIZE + 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m != (void *)(uintptr_t)BASE)
+		return -1;
+	if (mprotect((char *)m + MEM_SIZE, 4096, PROT_NONE))
+		return -1;
+	mem = m;
+	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	free(mem);
+	munmap(mem, MEM_SIZE + 4096);
 	return 0;
 }
 
@@ -590,8 +638,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_layouts),  cmocka_unit_test(test_ints),
 	    cmocka_unit_test(test_big_dict), cmocka_unit_test(test_scan_new),
-	    cmocka_unit_test(test_memo),
+	    cmocka_unit_test(test_memo),     cmocka_unit_test(test_read_each),
 	};
+	int failed = cmocka_run_group_tests_name("image reader", tests, setup, teardown);
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	live = 1;
+	return failed + cmocka_run_group_tests_name("live reader", tests, setup, teardown);
 }

@@ -88,38 +88,53 @@ static int keys_info(struct mem_reader *r, const struct py_objlayout *L, uint64_
 	return k->entries < keys ? malformed(r) : 0;
 }
 
+/* What a scan calls: one for each pair, or many once a chunk with the
+ * chunk's pairs (pydict_get: then one batch reads all their keys). */
+struct scan_cb {
+	pydict_fn one;
+	int (*many)(void *ctx, const uint64_t *keys, const uint64_t *vals, size_t m);
+	void *ctx;
+};
+
 /* The entries of keys; a value comes from the entry, or from values[i]
  * (split) when values is nonzero. */
 static int scan_entries(struct mem_reader *r, const struct keys_info *k, uint64_t values,
-			size_t nvalues, uint64_t from, pydict_fn fn, void *ctx)
+			size_t nvalues, uint64_t from, const struct scan_cb *cb)
 {
 	uint8_t ebuf[PYDICT_CHUNK * PY_DICT_ENTRY_SIZE];
-	uint64_t vbuf[PYDICT_CHUNK];
+	uint64_t vbuf[PYDICT_CHUNK], keys[PYDICT_CHUNK], vals[PYDICT_CHUNK];
 	uint64_t n = k->n;
 
 	if (values && nvalues < n)
 		n = nvalues;
 	for (uint64_t i = from; i < n; i += PYDICT_CHUNK) {
-		size_t m = n - i < PYDICT_CHUNK ? (size_t)(n - i) : PYDICT_CHUNK;
+		size_t m = n - i < PYDICT_CHUNK ? (size_t)(n - i) : PYDICT_CHUNK, live = 0;
+		int rc = 0;
 
 		if (mem_read(r, ebuf, m * k->esize, k->entries + i * k->esize))
 			return -1;
 		if (values && mem_read(r, vbuf, m * 8, values + i * 8))
 			return -1;
-		for (size_t j = 0; j < m; j++) {
+		for (size_t j = 0; j < m && !rc; j++) {
 			uint64_t key = get_u64(ebuf + j * k->esize + k->key_off);
 			uint64_t val =
 			    values ? vbuf[j] : get_u64(ebuf + j * k->esize + k->value_off);
-			int rc;
 
 			/* A deleted entry (NULL key or value), or a split
 			 * slot this object never set. */
 			if (!key || !val)
 				continue;
-			rc = fn(ctx, key, val);
-			if (rc)
-				return rc;
+			if (cb->many) {
+				keys[live] = key;
+				vals[live++] = val;
+			} else {
+				rc = cb->one(cb->ctx, key, val);
+			}
 		}
+		if (!rc && live)
+			rc = cb->many(cb->ctx, keys, vals, live);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -128,10 +143,11 @@ int pydict_scan_split(struct mem_reader *r, const struct py_objlayout *L, uint64
 		      uint64_t values, size_t nvalues, pydict_fn fn, void *ctx)
 {
 	struct keys_info k;
+	struct scan_cb cb = {.one = fn, .ctx = ctx};
 
 	if (!values || keys_info(r, L, keys, &k))
 		return values ? -1 : malformed(r);
-	return scan_entries(r, &k, values, nvalues, 0, fn, ctx);
+	return scan_entries(r, &k, values, nvalues, 0, &cb);
 }
 
 /* 3.13+: a values array's header gives its capacity and whether it is
@@ -153,16 +169,8 @@ static int values_of(struct mem_reader *r, const struct py_objlayout *L, uint64_
 	return 0;
 }
 
-int pydict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict, pydict_fn fn,
-		void *ctx)
-{
-	struct pydict_pos pos = {0};
-
-	return pydict_scan_new(r, L, dict, &pos, fn, ctx);
-}
-
-int pydict_scan_new(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict,
-		    struct pydict_pos *pos, pydict_fn fn, void *ctx)
+static int dict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict,
+		     struct pydict_pos *pos, const struct scan_cb *cb)
 {
 	uint64_t from;
 	int rc;
@@ -190,16 +198,33 @@ int pydict_scan_new(struct mem_reader *r, const struct py_objlayout *L, uint64_t
 	pos->full = values || keys != pos->keys || k.n < pos->next;
 	from = pos->full ? 0 : pos->next;
 	if (!values)
-		rc = scan_entries(r, &k, 0, 0, from, fn, ctx);
+		rc = scan_entries(r, &k, 0, 0, from, cb);
 	else if (values_of(r, L, values, 0, &items, &nvalues))
 		return -1;
 	else
-		rc = scan_entries(r, &k, items, nvalues, 0, fn, ctx);
+		rc = scan_entries(r, &k, items, nvalues, 0, cb);
 	if (rc == 0) {
 		pos->keys = keys;
 		pos->next = k.n;
 	}
 	return rc;
+}
+
+int pydict_scan(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict, pydict_fn fn,
+		void *ctx)
+{
+	struct pydict_pos pos = {0};
+	struct scan_cb cb = {.one = fn, .ctx = ctx};
+
+	return dict_scan(r, L, dict, &pos, &cb);
+}
+
+int pydict_scan_new(struct mem_reader *r, const struct py_objlayout *L, uint64_t dict,
+		    struct pydict_pos *pos, pydict_fn fn, void *ctx)
+{
+	struct scan_cb cb = {.one = fn, .ctx = ctx};
+
+	return dict_scan(r, L, dict, pos, &cb);
 }
 
 int pystr_equals(struct mem_reader *r, const struct py_offsets *o, uint64_t addr, const char *s)
@@ -221,6 +246,9 @@ int pystr_equals(struct mem_reader *r, const struct py_offsets *o, uint64_t addr
 	       !memcmp(buf + o->ascii_data_off, s, n);
 }
 
+/* Bytes of a key read to compare it: a str header and a name of up to 64. */
+#define KEY_BUF 128
+
 struct lookup {
 	struct mem_reader *r;
 	const struct py_offsets *o;
@@ -230,29 +258,29 @@ struct lookup {
 	struct pyobj_memo *memo; /* or NULL */
 };
 
-/* Which of the names still wanted is key? One read for all of them (the
- * header and the longest name's length); where that read fails (a short
- * str at the end of a mapping), one per name. -1 if none. */
-static int key_match(struct lookup *l, uint64_t key)
+/* Bytes of a key that tell which of the names still wanted it is: the str
+ * header and the longest such name. 0 if the layout cannot say. */
+static size_t key_need(const struct lookup *l)
 {
-	uint8_t buf[256];
 	size_t maxn = 0, need;
-	uint32_t state;
-	uint64_t len;
 
 	for (size_t i = 0; i < l->n; i++)
 		if (!l->vals[i] && strlen(l->names[i]) > maxn)
 			maxn = strlen(l->names[i]);
 	need = (size_t)l->o->ascii_data_off + maxn;
-	if (maxn > 64 || need > sizeof(buf) || l->o->unicode_state + 4u > l->o->ascii_data_off ||
-	    l->o->unicode_length + 8u > l->o->ascii_data_off || !key)
-		return -1;
-	if (mem_read(l->r, buf, need, key)) {
-		for (size_t i = 0; i < l->n; i++)
-			if (!l->vals[i] && pystr_equals(l->r, l->o, key, l->names[i]))
-				return (int)i;
-		return -1;
-	}
+	if (maxn > 64 || need > KEY_BUF || l->o->unicode_state + 4u > l->o->ascii_data_off ||
+	    l->o->unicode_length + 8u > l->o->ascii_data_off)
+		return 0;
+	return need;
+}
+
+/* Which of the names still wanted is the key whose first key_need() bytes
+ * are buf? -1 if none. */
+static int key_in_buf(const struct lookup *l, const uint8_t *buf)
+{
+	uint32_t state;
+	uint64_t len;
+
 	memcpy(&state, buf + l->o->unicode_state, sizeof(state));
 	len = get_u64(buf + l->o->unicode_length);
 	if ((state & PY_STR_ASCII_MASK) != PY_STR_ASCII_VALUE)
@@ -262,6 +290,30 @@ static int key_match(struct lookup *l, uint64_t key)
 		    !memcmp(buf + l->o->ascii_data_off, l->names[i], len))
 			return (int)i;
 	return -1;
+}
+
+/* The same where the read of key_need() bytes failed (a short str at the
+ * end of a mapping): one read per name. */
+static int key_by_name(struct lookup *l, uint64_t key)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->vals[i] && pystr_equals(l->r, l->o, key, l->names[i]))
+			return (int)i;
+	return -1;
+}
+
+/* Which of the names still wanted is key? One read for all of them, or
+ * one per name where that read fails. -1 if none. */
+static int key_match(struct lookup *l, uint64_t key)
+{
+	uint8_t buf[KEY_BUF];
+	size_t need = key_need(l);
+
+	if (!need || !key)
+		return -1;
+	if (mem_read(l->r, buf, need, key))
+		return key_by_name(l, key);
+	return key_in_buf(l, buf);
 }
 
 /* key_match through the memo: a key seen before costs no read. */
@@ -301,13 +353,42 @@ static void lookup_init(struct lookup *l, struct mem_reader *r, const struct py_
 	memset(vals, 0, n * sizeof(*vals));
 }
 
+/* A chunk's pairs at once: every key read in one batch (mem_read_each),
+ * where a read per key was most of a scan of sys.modules (some 60 keys) or
+ * of threading's dict (some 150). */
+static int lookup_many(void *ctx, const uint64_t *keys, const uint64_t *vals, size_t m)
+{
+	static _Thread_local uint8_t buf[PYDICT_CHUNK * KEY_BUF];
+	struct lookup *l = ctx;
+	uint8_t ok[PYDICT_CHUNK];
+	size_t need = key_need(l);
+
+	if (!need || m > PYDICT_CHUNK)
+		return 0;
+	/* Each key's need bytes, as key_match reads them: no more, or a
+	 * short str at a mapping's end would fail the batch's read. */
+	mem_read_each(l->r, buf, need, keys, m, ok);
+	for (size_t j = 0; j < m; j++) {
+		int i = ok[j] ? key_in_buf(l, buf + j * need) : key_by_name(l, keys[j]);
+
+		if (i >= 0) {
+			l->vals[i] = vals[j];
+			if (++l->found == l->n)
+				return 1;
+		}
+	}
+	return 0;
+}
+
 int pydict_get(struct mem_reader *r, const struct py_offsets *o, const struct py_objlayout *L,
 	       uint64_t dict, const char *const *names, uint64_t *vals, size_t n)
 {
 	struct lookup l;
+	struct pydict_pos pos = {0};
+	struct scan_cb cb = {.many = lookup_many, .ctx = &l};
 
 	lookup_init(&l, r, o, names, vals, n);
-	if (pydict_scan(r, L, dict, lookup_one, &l) < 0)
+	if (dict_scan(r, L, dict, &pos, &cb) < 0)
 		return -1;
 	return (int)l.found;
 }

@@ -22,7 +22,8 @@ struct mem_reader {
 	pid_t pid;			  /* live process, or 0 */
 	const struct mem_region *regions; /* image, or NULL */
 	size_t nregions;
-	uint64_t reads, bytes; /* what was asked for, for cost accounting */
+	uint64_t reads, bytes; /* what was asked for, for cost accounting (a
+				* mem_read_each batch is one read a syscall) */
 	int last_errno;	       /* errno of the last failed read */
 };
 
@@ -38,5 +39,17 @@ static inline int mem_read(struct mem_reader *r, void *dst, size_t len, uint64_t
 	r->bytes += len;
 	return r->read(r, dst, len, addr);
 }
+
+/*
+ * Read len bytes at each of addrs[0..n) into dst + i * len, as n mem_reads
+ * would, but a live process's in as few process_vm_readv calls as its
+ * failures allow (one when all succeed; a failed one ends a call, and the
+ * next starts past it). ok[i] is set to 1 for each complete read, 0 for
+ * the others. Returns how many completed. For the scans that read one
+ * small object per dict entry (pyobj.c's key lookups), where a syscall a
+ * key was most of their cost.
+ */
+size_t mem_read_each(struct mem_reader *r, void *dst, size_t len, const uint64_t *addrs, size_t n,
+		     uint8_t *ok);
 
 #endif /* MEM_READER_H */
