@@ -405,6 +405,8 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			const struct thread_stack *ts, int *budget, struct proc_config *kc)
 {
 	__u64 queue[SEED_NAMES_MAX], items[SEED_CONST_ITEMS];
+	uint64_t type_at[SEED_CONST_ITEMS], types[SEED_CONST_ITEMS];
+	uint8_t ok[SEED_CONST_ITEMS];
 	uint32_t nq = 0, level_end, head = 0;
 	__u32 csize = cfg->off.code_read_size;
 	int looks = SEED_CONST_LOOKS;
@@ -420,24 +422,30 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			__u64 tuple = 0;
 			__s64 n = 0;
 
-			if (*budget <= 0)
+			if (*budget <= 0 || looks <= 0)
 				return;
 			if (mem_read(r, &tuple, 8, queue[head] + ob->code_consts) || !tuple ||
 			    mem_read(r, &n, 8, tuple + ob->tuple_size) || n <= 0)
 				continue;
 			if (n > SEED_CONST_ITEMS)
 				n = SEED_CONST_ITEMS;
+			if (n > looks)
+				n = looks;
 			if (mem_read(r, items, (size_t)n * 8, tuple + ob->tuple_items))
 				continue;
+			/* Every item's type in one batch: most constants are no
+			 * code (names, numbers), and a read each was most of
+			 * the seed's reads. */
+			for (__s64 j = 0; j < n; j++)
+				type_at[j] = items[j] + cfg->off.ob_type;
+			mem_read_each(r, types, 8, type_at, (size_t)n, ok);
 			for (__s64 j = 0; j < n; j++) {
 				struct code_name_key k = {.pid = (__u32)pid, .code = items[j]};
-				__u64 type = 0, tag;
+				__u64 tag;
 
 				if (*budget <= 0 || looks-- <= 0)
 					return;
-				if (!items[j] ||
-				    mem_read(r, &type, 8, items[j] + cfg->off.ob_type) ||
-				    type != cfg->code_type_addr)
+				if (!items[j] || !ok[j] || types[j] != cfg->code_type_addr)
 					continue; /* not a code object */
 				(*budget)--;
 				if (mem_read(r, seed_cbuf, csize, items[j]))
