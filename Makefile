@@ -85,7 +85,7 @@ $(OUT)/libbpfpy.a: $(USER_OBJS)
 $(OUT)/bpfpy: $(OUT)/obj/main.o $(OUT)/libbpfpy.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/unit/%: tests/unit/%.c $(OUT)/libbpfpy.a bpf/*.h | $(OUT)/unit
+$(OUT)/unit/%: tests/unit/%.c $(OUT)/libbpfpy.a bpf/*.h tests/unit/*.h | $(OUT)/unit
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) $< $(OUT)/libbpfpy.a -o $@ $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BINS)
@@ -133,7 +133,7 @@ vmlinux:
 	scripts/gen_vmlinux.sh vmlinux/$(ARCH)/vmlinux.h
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/main.c $(filter-out user/profile/gen/%,$(USER_SRCS) $(USER_HDRS)) tests/unit/*.c
+	clang-format -i bpf/*.h bpf/*.c user/main.c $(filter-out user/profile/gen/%,$(USER_SRCS) $(USER_HDRS)) tests/unit/*.c tests/unit/*.h
 
 clean:
 	rm -rf build build-san

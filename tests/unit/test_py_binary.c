@@ -30,6 +30,8 @@
 
 #include <cmocka.h>
 
+#include "child_line.h"
+
 #include "diag.h"
 #include "py_binary.h"
 #include "py_process.h"
@@ -104,29 +106,6 @@ static pid_t spawn(char *const argv[], int container, int *out)
 	children[nchildren++] = pid;
 	*out = p[0];
 	return pid;
-}
-
-/* One line from fd within a generous timeout (a cold interpreter start
- * under load can take seconds). 0, or -1 on EOF or timeout. */
-static int read_line(int fd, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	while (n + 1 < len) {
-		struct pollfd pf = {.fd = fd, .events = POLLIN};
-		ssize_t r;
-
-		if (poll(&pf, 1, 60000) != 1)
-			return -1;
-		r = read(fd, buf + n, 1);
-		if (r != 1)
-			return -1;
-		if (buf[n] == '\n')
-			break;
-		n++;
-	}
-	buf[n] = '\0';
-	return 0;
 }
 
 struct live {
@@ -222,7 +201,7 @@ static void check_live(void **state)
 
 	pid = spawn(l->argv, l->container, &out);
 	assert_true(pid > 0);
-	if (read_line(out, line, sizeof(line)))
+	if (child_read_line(out, line, sizeof(line)))
 		fail_msg("%s: the interpreter printed nothing", l->name);
 	close(out);
 	assert_int_equal(
@@ -282,7 +261,7 @@ static void expect_refusal(const char *exe, int code, const char *text)
 	}
 	pid = spawn(argv, 0, &out);
 	assert_true(pid > 0);
-	assert_int_equal(read_line(out, line, sizeof(line)), 0);
+	assert_int_equal(child_read_line(out, line, sizeof(line)), 0);
 	close(out);
 	assert_string_equal(line, "ready");
 	assert_int_equal(py_binary_find(pid, &b, &d), -1);
@@ -374,7 +353,7 @@ static void test_execd(void **state)
 	(void)state;
 	pid = spawn(argv, 0, &out);
 	assert_true(pid > 0);
-	assert_int_equal(read_line(out, line, sizeof(line)), 0);
+	assert_int_equal(child_read_line(out, line, sizeof(line)), 0);
 	close(out);
 	assert_int_equal(py_process_open(&p, pid, 0, &d), 0);
 	assert_int_equal(py_process_execd(&p, &d), 0);
@@ -476,7 +455,7 @@ static void test_deleted_executable(void **state)
 	assert_int_equal(system(cmd), 0);
 	pid = spawn(argv, 0, &out);
 	assert_true(pid > 0);
-	assert_int_equal(read_line(out, line, sizeof(line)), 0);
+	assert_int_equal(child_read_line(out, line, sizeof(line)), 0);
 	close(out);
 	assert_int_equal(sscanf(line, "%llu", &rt), 1);
 	assert_int_equal(unlink(exe), 0);

@@ -29,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include "child_line.h"
+
 #include "diag.h"
 #include "py_process.h"
 #include "py_threads.h"
@@ -80,25 +82,6 @@ static void kill_child(void)
 	child = -1;
 }
 
-/* One line from fd within a generous timeout (a cold start under load can
- * take seconds): 0, or -1 on EOF or timeout. */
-static int read_line(int fd, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	while (n + 1 < len) {
-		struct pollfd pf = {.fd = fd, .events = POLLIN};
-
-		if (poll(&pf, 1, 60000) != 1 || read(fd, buf + n, 1) != 1)
-			return -1;
-		if (buf[n] == '\n')
-			break;
-		n++;
-	}
-	buf[n] = '\0';
-	return 0;
-}
-
 /* Start the script under l with pipes on stdin and stdout. */
 static pid_t spawn(const struct interp *l, int *in, int *out)
 {
@@ -136,7 +119,7 @@ static void check_one(const struct interp *l)
 	assert_non_null(p);
 	child = spawn(l, &in, &out);
 	assert_true(child > 0);
-	if (read_line(out, line, sizeof(line)) || strcmp(line, "ready"))
+	if (child_read_line(out, line, sizeof(line)) || strcmp(line, "ready"))
 		fail_msg("%s: the interpreter did not start", l->name);
 	if (py_process_open(p, child, 0, &d))
 		fail_msg("%s: %s", l->name, d.msg);
@@ -154,7 +137,7 @@ static void check_one(const struct interp *l)
 		fail_msg("%s: %llu reads for an unchanged sys.modules", l->name,
 			 (unsigned long long)(p->mem.reads - reads));
 	/* Now it imports threading and starts a named thread. */
-	if (write(in, "go\n", 3) != 3 || read_line(out, line, sizeof(line)))
+	if (write(in, "go\n", 3) != 3 || child_read_line(out, line, sizeof(line)))
 		fail_msg("%s: the thread did not start", l->name);
 	tid = strtol(line, NULL, 10);
 	assert_true(tid > 0);
