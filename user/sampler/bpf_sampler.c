@@ -108,8 +108,9 @@ static unsigned default_ringbuf_mb(const struct bpf_sampler_opts *o)
  * clock, fills half the ring, from IDLE_MIN_MS to IDLE_MAX_MS. At
  * `record -a -F 100` a sleep of 20 ms, one wake-up per 4 records, was a
  * fifth of bpfpy's steady CPU; in 100 ms even 2 CPUs of records of 1024
- * frames (18 kB) would fill 17% of its 2 MiB ring. At 10 kHz the bound is the minimum, as before.
- * Off-CPU and wall-clock records come at no clock's rate: the minimum.
+ * frames (18 kB) would fill 17% of its 2 MiB ring. At 10 kHz the bound is
+ * the minimum, as before. Off-CPU and wall-clock records come at no
+ * clock's rate: the minimum.
  */
 #define IDLE_MIN_MS 20
 #define IDLE_MAX_MS 100

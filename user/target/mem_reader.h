@@ -23,7 +23,7 @@ struct mem_reader {
 	const struct mem_region *regions; /* image, or NULL */
 	size_t nregions;
 	uint64_t reads, bytes; /* what was asked for, for cost accounting (a
-				* mem_read_each batch is one read a syscall) */
+				* mem_read_each counts a read per syscall) */
 	int last_errno;	       /* errno of the last failed read */
 };
 
