@@ -68,6 +68,15 @@ const char *py_tnames_find(const struct py_tnames *t, uint32_t tid, uint64_t ide
  * known yet: for a thread seen for the first time. NULL if none. */
 const char *py_tnames_lookup(struct py_process *p, struct py_tnames *t, uint32_t tid);
 
+/* An empty table that keeps what t learnt of where to look (threading's
+ * _active, a search that found no threading): for a full read beside t
+ * that must not pay those searches again. */
+static inline struct py_tnames py_tnames_cues(const struct py_tnames *t)
+{
+	return (struct py_tnames){
+	    .active = t->active, .miss_keys = t->miss_keys, .miss_nentries = t->miss_nentries};
+}
+
 void py_tnames_free(struct py_tnames *t);
 
 #endif /* PY_THREADS_H */

@@ -513,9 +513,7 @@ static void name_threads_at_end(struct rec_ctx *c)
 
 	for (int i = 0; i < c->ts->n; i++) {
 		struct rec_target *t = c->ts->t[i];
-		struct py_tnames now = {.active = t->tnames.active,
-					.miss_keys = t->tnames.miss_keys,
-					.miss_nentries = t->tnames.miss_nentries};
+		struct py_tnames now = py_tnames_cues(&t->tnames);
 
 		if (!t->proc || py_tnames_read(t->proc, &now, &d) < 0) {
 			py_tnames_free(&now);
