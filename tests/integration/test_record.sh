@@ -36,6 +36,10 @@
 # 7. SIGINT to a record without -d: exit 0, summary printed, output written.
 # 8. -a over 45 processes: the summary shows 40 rows and folds the rest.
 # 9. --phases: the in-kernel cost split into 6 steps that add up to it.
+# 10. --cost-floor: every kept tick writes a record (emitted = kept, at
+#    least 100 in 1 s of a spinning thread at 1 kHz), none becomes a sample
+#    (0 samples, an empty profile), the cost is printed as the floor's; it
+#    is refused (exit 2) beside --clock wall and --native.
 . "$(dirname "$0")/lib.sh"
 
 JOBS=${JOBS:-3}
@@ -395,6 +399,39 @@ if start_py "$LP" "$PYDIR/hot.py"; then
 	else
 		bad "$LP: record --phases exit $rc, cost '$cost', split '$split'"
 	fi
+	stop_py "$pid"
+else
+	bad "$LP: hot.py did not start"
+fi
+
+# ---------------------------------------------------------------- 10. --cost-floor
+echo "== --cost-floor: records without stacks, counted and not drawn"
+if start_py "$LP" "$PYDIR/hot.py"; then
+	pid=$PY_PID
+	bpfpy record -p "$pid" -d 1 --cost-floor -o "$TMP/fl.folded" 2>"$TMP/fl.err"
+	rc=$?
+	kept=$(grep -oE 'kept [0-9]+' "$TMP/fl.err" | awk '{ print $2 }')
+	emitted=$(grep -oE 'emitted [0-9]+' "$TMP/fl.err" | awk '{ print $2 }')
+	cost=$(grep -oE 'in-kernel cost [0-9.]+ us/sample \(--cost-floor' "$TMP/fl.err" | awk '{ print $3 }')
+	n=$(summary_samples "$TMP/fl.err" "$pid")
+	echo "    kept $kept, emitted $emitted, samples $n, cost $cost us"
+	if [[ $rc == 0 && -n $kept && $kept -ge 100 && $emitted == "$kept" && $n == 0 && ! -s $TMP/fl.folded ]] &&
+		awk -v c="$cost" 'BEGIN { exit !(c > 0) }'; then
+		ok "$LP: $emitted floor records, no sample, floor cost $cost us"
+	else
+		bad "$LP: record --cost-floor exit $rc, kept '$kept', emitted '$emitted', samples '$n', cost '$cost'"
+		sed 's/^/    | /' "$TMP/fl.err"
+	fi
+	for extra in "--clock wall" "--native"; do
+		# shellcheck disable=SC2086 # two words on purpose
+		bpfpy record -p "$pid" -d 1 --cost-floor $extra -o "$TMP/fl2.folded" 2>"$TMP/fl2.err"
+		rc=$?
+		if [[ $rc == 2 ]] && grep -q -- '--cost-floor goes with' "$TMP/fl2.err"; then
+			ok "--cost-floor $extra refused (exit 2)"
+		else
+			bad "--cost-floor $extra: exit $rc"
+		fi
+	done
 	stop_py "$pid"
 else
 	bad "$LP: hot.py did not start"

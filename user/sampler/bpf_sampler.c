@@ -67,6 +67,8 @@ static int on_record(void *ctx, void *data, size_t size)
 					    ((size_t)h->nnative + h->nkernel) * sizeof(__u64))
 		return 0;
 	s->handled++;
+	if (h->flags & SAMPLE_FLOOR) /* --cost-floor: counted by the kernel, nothing to draw */
+		return s->handled >= POLL_BATCH ? -EAGAIN : 0;
 	if (s->native)
 		native_tables_on_record(s->native, h);
 	if (s->fn && s->fn(s->fn_ctx, h, (const struct frame_rec *)(h + 1))) {
@@ -178,6 +180,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.events, mb << 20);
 		s->skel->rodata->watch_new = !!o->targets_grow;
 		s->skel->rodata->cost_phases = !!o->phases;
+		s->skel->rodata->cost_floor = !!o->cost_floor;
 		native = o->native || o->kernel || getenv(NATIVE_RAW_ENV);
 		s->skel->rodata->want_native = o->native || getenv(NATIVE_RAW_ENV);
 		s->skel->rodata->want_kernel = o->kernel || getenv(NATIVE_RAW_ENV);

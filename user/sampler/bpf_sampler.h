@@ -37,6 +37,10 @@ struct bpf_sampler_opts {
 	 * of each record (bpfpy.h sample_hdr). */
 	int native, kernel;
 	int phases; /* --phases: time each step of a sample (bpfpy.h cost_phase) */
+	/* --cost-floor (cpu clock, no native): each kept tick only finds the
+	 * process, reads 8 bytes of it and writes a SAMPLE_FLOOR record
+	 * (bpf/sampler.bpf.c floor_sample); records reach no callback. */
+	int cost_floor;
 };
 
 struct bpf_sampler;
