@@ -12,6 +12,14 @@
 # hot process at the same RATE, and, from one more run each with
 # `record --phases`, the in-kernel time split by step (start, thread
 # state, frames, names, native, output), hot and for each N.
+# Beside every record -a run, one with `record --cost-floor` over the same
+# processes: each tick only finds the process's entry, reads 8 bytes of it
+# and writes a record, the least any in-kernel sampler does. Its cost is
+# the floor under the in-kernel figure (column "floor"); printed as a
+# ratio to the hot reference (when that ratio is over 3, the <= 3 goal is
+# below what a sampler that reads no stack at all costs here) and the
+# in-kernel figure as a ratio to it (run by run: what the walk, the names
+# and the larger record add in a cold cache).
 # Each figure is taken REPEAT times (the same N processes, one record after
 # another) and printed per run, then as a mean with its 95% interval
 # (Student t): on this shared 2-CPU machine one run says little. The load
@@ -154,12 +162,14 @@ for ((w = 0; w < 100; w++)); do
 	[ "$(awk '{ print $14 }' /proc/$hot/stat 2>/dev/null || echo 0)" -gt 20 ] && break # 0.2 s of CPU: running
 	sleep 0.1
 done
-hot_low=() hot_10k=()
+hot_low=() hot_10k=() hot_floor=()
 for ((r = 0; r < REPEAT; r++)); do
 	run_record "$tmp/hot" -p "$hot"
 	RATE=10000 DURATION=2 run_record "$tmp/hot10k" -p "$hot"
+	RATE=10000 DURATION=2 run_record "$tmp/hotfl" -p "$hot" --cost-floor
 	hot_low+=("$(field "$tmp/hot.err" 'in-kernel cost')")
 	hot_10k+=("$(field "$tmp/hot10k.err" 'in-kernel cost')")
+	hot_floor+=("$(field "$tmp/hotfl.err" 'in-kernel cost')")
 done
 # Where the time goes, step by step (record --phases; its clock reads add
 # 0.2-0.5 us a sample in all, README): once hot, then once per
@@ -169,15 +179,18 @@ stop_all
 phases() { sed -n 's/^  in-kernel phases (us\/sample): //p' "$1" | grep . || echo -; }
 read -r hl hlc < <(stats "${hot_low[@]}")
 read -r hk hkc < <(stats "${hot_10k[@]}")
+read -r hf hfc < <(stats "${hot_floor[@]}")
 echo "hot reference, 1 process spinning 3 frames deep (-p): $(pm "$hl" "$hlc") us/sample at $RATE Hz (${hot_low[*]}), $(pm "$hk" "$hkc") us/sample at 10 kHz (${hot_10k[*]})"
+echo "  its cost floor at 10 kHz (--cost-floor): $(pm "$hf" "$hfc") us/sample (${hot_floor[*]})"
 row "in-kernel us per sample, 1 process 3 frames, $RATE Hz" "$hl" "$hlc" "" "" us
 row "in-kernel us per sample, 1 process 3 frames, 10 kHz (hot)" "$hk" "$hkc" "" "" us
+row "in-kernel us per sample, cost floor, 1 process, 10 kHz (hot)" "$hf" "$hfc" "" "" us
 echo "  phases, hot at 10 kHz (one more run, --phases): $(phases "$tmp/hotph.err")"
 
 # frames/sample: about 4 for the light processes; more means that other
 # Python processes of the host (-a takes them all) were sampled too, and
 # their stacks weigh in the in-kernel figure.
-printf '%-6s %-4s %9s %11s %10s %8s %11s %12s %9s\n' procs run samples us/sample us/frame fr/smp "bpfpy CPU%" "steady CPU%" "RSS MB"
+printf '%-6s %-4s %9s %11s %7s %10s %8s %11s %12s %9s\n' procs run samples us/sample floor us/frame fr/smp "bpfpy CPU%" "steady CPU%" "RSS MB"
 for n in "${counts[@]}"; do
 	rm -f "$rdir"/ready.*
 	for ((i = 0; i < n; i++)); do
@@ -194,11 +207,13 @@ for n in "${counts[@]}"; do
 		stop_all
 		continue
 	fi
-	kus=() ratio=() ratio_low=() cpu=() steady=() rss=() k=-
+	kus=() ratio=() ratio_low=() cpu=() steady=() rss=() floor=() floor_hot=() over_floor=() k=-
 	for ((r = 0; r < REPEAT; r++)); do
 		run_record "$tmp/all$n" -a
+		run_record "$tmp/fl$n" -a --cost-floor
 		read -r u s m e <"$tmp/all$n.time"
 		k=$(field "$tmp/all$n.err" 'in-kernel cost')
+		f=$(field "$tmp/fl$n.err" 'in-kernel cost')
 		c=$(awk -v u="$u" -v s="$s" -v e="$DURATION" 'BEGIN { printf "%.2f", 100 * (u + s) / e }')
 		mb=$(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1024 }')
 		cpu+=("$c") steady+=("$STEADY") rss+=("$mb")
@@ -214,9 +229,12 @@ for n in "${counts[@]}"; do
 			kus+=("$k")
 			ratio+=("$(awk -v k="$k" -v h="$hk" 'BEGIN { if (k == "-" || h == "-" || !h) print "-"; else printf "%.3f", k / h }')")
 			ratio_low+=("$(awk -v k="$k" -v h="$hl" 'BEGIN { if (k == "-" || h == "-" || !h) print "-"; else printf "%.3f", k / h }')")
+			over_floor+=("$(awk -v k="$k" -v f="$f" 'BEGIN { if (k == "-" || f == "-" || !f) print "-"; else printf "%.3f", k / f }')")
 		fi
-		printf '%-6s %-4s %9s %11s %10s %8s %11s %12s %9s\n' "$n" "$((r + 1))$mark" \
-			"$(field "$tmp/all$n.err" emitted)" "$k" "$uf" "$fs" "$c" "$STEADY" "$mb"
+		floor+=("$f")
+		floor_hot+=("$(awk -v f="$f" -v h="$hk" 'BEGIN { if (f == "-" || h == "-" || !h) print "-"; else printf "%.3f", f / h }')")
+		printf '%-6s %-4s %9s %11s %7s %10s %8s %11s %12s %9s\n' "$n" "$((r + 1))$mark" \
+			"$(field "$tmp/all$n.err" emitted)" "$k" "$f" "$uf" "$fs" "$c" "$STEADY" "$mb"
 	done
 	run_record "$tmp/ph$n" -a --phases
 	stop_all
@@ -226,13 +244,20 @@ for n in "${counts[@]}"; do
 	read -r cm cc < <(stats "${cpu[@]}")
 	read -r sm sc < <(stats "${steady[@]}")
 	read -r mm mc < <(stats "${rss[@]}")
-	printf '%-6s %-4s %9s %11s %10s %8s %11s %12s %9s\n' "$n" mean "" "$(pm "$km" "$kc")" "" "" "$(pm "$cm" "$cc")" "$(pm "$sm" "$sc")" "$(pm "$mm" "$mc")"
+	read -r fm fc < <(stats "${floor[@]}")
+	read -r fhm fhc < <(stats "${floor_hot[@]}")
+	read -r om oc < <(stats "${over_floor[@]}")
+	printf '%-6s %-4s %9s %11s %7s %10s %8s %11s %12s %9s\n' "$n" mean "" "$(pm "$km" "$kc")" "$(pm "$fm" "$fc")" "" "" "$(pm "$cm" "$cc")" "$(pm "$sm" "$sc")" "$(pm "$mm" "$mc")"
 	echo "       in-kernel / hot (10 kHz): $(pm "$rm_" "$rc") (goal <= 3), from ${#kus[@]} of $REPEAT runs (* = left out: foreign deep stacks)"
+	echo "       cost floor / hot (10 kHz): $(pm "$fhm" "$fhc") (over 3: the goal is below a sampler that reads no stack); in-kernel / floor, run by run: $(pm "$om" "$oc")"
 	echo "       in-kernel / hot at $RATE Hz (the same clock rate, the target alone hot): $(pm "$rl" "$rlc")"
 	echo "       phases (one more run, --phases): $(phases "$tmp/ph$n.err")"
 	row "record -a -F $RATE, $n light procs: in-kernel us per sample" "$km" "$kc" "" "" us
 	row "record -a -F $RATE, $n light procs: in-kernel / hot 3-frame" "$rm_" "$rc" "<= 3" 3 x
 	row "record -a -F $RATE, $n light procs: in-kernel / hot 3-frame at $RATE Hz" "$rl" "$rlc" "" "" x
+	row "record -a -F $RATE, $n light procs: cost floor us per sample" "$fm" "$fc" "" "" us
+	row "record -a -F $RATE, $n light procs: cost floor / hot 3-frame" "$fhm" "$fhc" "" "" x
+	row "record -a -F $RATE, $n light procs: in-kernel / cost floor" "$om" "$oc" "" "" x
 	row "record -a -F $RATE, $n procs: bpfpy CPU % of a core, with start" "$cm" "$cc" "<= 1" 1 %
 	row "record -a -F $RATE, $n procs: bpfpy CPU %, steady (no start)" "$sm" "$sc" "<= 1" 1 %
 	row "record -a -F $RATE, $n procs: bpfpy peak RSS (MB)" "$mm" "$mc" "<= 32" 32 MB
