@@ -221,7 +221,8 @@ struct code_name {
 #define SAMPLE_ERROR	 (1u << 5) /* walk failed: err holds the cause, no frames */
 #define SAMPLE_TRACE	 (1u << 6) /* taken at a trace probe, see trace_hdr */
 /* record --cost-floor (bpf/sampler.bpf.c floor_sample): no frames, args[0]
- * the 8 bytes read at tstate; user space counts it and draws nothing. */
+ * the 8 bytes read at tstate (at _PyRuntime where tstate is 0); user space
+ * counts it and draws nothing. */
 #define SAMPLE_FLOOR (1u << 7)
 
 /* Header of every ring-buffer record; nframes frame_rec follow, leaf first. */
