@@ -88,6 +88,9 @@ stats() {
 	}'
 }
 
+# div A B: A / B to 3 places, "-" when either is "-" or B is 0.
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || !b) print "-"; else printf "%.3f", a / b }'; }
+
 # pm "mean ci": "mean ± ci" for the table.
 pm() { awk -v m="$1" -v c="$2" 'BEGIN { if (m == "-") print "-"; else if (c == "-") printf "%.2f\n", m; else printf "%.2f ± %.2f\n", m, c }'; }
 
@@ -227,12 +230,12 @@ for n in "${counts[@]}"; do
 			mark='*'
 		else
 			kus+=("$k")
-			ratio+=("$(awk -v k="$k" -v h="$hk" 'BEGIN { if (k == "-" || h == "-" || !h) print "-"; else printf "%.3f", k / h }')")
-			ratio_low+=("$(awk -v k="$k" -v h="$hl" 'BEGIN { if (k == "-" || h == "-" || !h) print "-"; else printf "%.3f", k / h }')")
-			over_floor+=("$(awk -v k="$k" -v f="$f" 'BEGIN { if (k == "-" || f == "-" || !f) print "-"; else printf "%.3f", k / f }')")
+			ratio+=("$(div "$k" "$hk")")
+			ratio_low+=("$(div "$k" "$hl")")
+			over_floor+=("$(div "$k" "$f")")
 		fi
 		floor+=("$f")
-		floor_hot+=("$(awk -v f="$f" -v h="$hk" 'BEGIN { if (f == "-" || h == "-" || !h) print "-"; else printf "%.3f", f / h }')")
+		floor_hot+=("$(div "$f" "$hk")")
 		printf '%-6s %-4s %9s %11s %7s %10s %8s %11s %12s %9s\n' "$n" "$((r + 1))$mark" \
 			"$(field "$tmp/all$n.err" emitted)" "$k" "$f" "$uf" "$fs" "$c" "$STEADY" "$mb"
 	done

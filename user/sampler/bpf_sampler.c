@@ -67,14 +67,17 @@ static int on_record(void *ctx, void *data, size_t size)
 					    ((size_t)h->nnative + h->nkernel) * sizeof(__u64))
 		return 0;
 	s->handled++;
-	if (h->flags & SAMPLE_FLOOR) /* --cost-floor: counted by the kernel, nothing to draw */
-		return s->handled >= POLL_BATCH ? -EAGAIN : 0;
+	/* A --cost-floor record is counted by the kernel and has nothing to
+	 * draw; it only counts towards the batch. */
+	if (h->flags & SAMPLE_FLOOR)
+		goto batch;
 	if (s->native)
 		native_tables_on_record(s->native, h);
 	if (s->fn && s->fn(s->fn_ctx, h, (const struct frame_rec *)(h + 1))) {
 		s->stop = 1;
 		return -ECANCELED;
 	}
+batch:
 	/* ring_buffer__consume() drains until the buffer is empty, which never
 	 * happens while the kernel writes faster than we symbolize: stop after
 	 * a bounded batch so the caller's clock, deadline and signals are seen.
