@@ -46,6 +46,8 @@
 #define WALK_SPAN_FIRST 512
 /* Code objects already fingerprinted in this walk, by address. */
 #define WALK_MEMO_SIZE 16
+/* Frames whose code object this walk read anew, at most: see fresh_at. */
+#define WALK_FRESH 64
 _Static_assert(WALK_MEMO_SIZE == 16, "walk_memo_slot() takes the top 4 bits of a hash");
 
 _Static_assert((BPFPY_FRAME_BUF & WALK_FBUF_MASK) == 0, "frame buffer must be a power of two");
@@ -53,6 +55,8 @@ _Static_assert((WALK_PAGES & (WALK_PAGES - 1)) == 0, "page slots are direct-mapp
 _Static_assert(WALK_PAGE >= WALK_SPAN_FIRST && WALK_SPAN_FIRST >= BPFPY_FRAME_BUF,
 	       "a copy must hold a frame");
 _Static_assert(BPFPY_CODE_BUF <= WALK_CBUF_SIZE, "code buffer larger than its mask");
+_Static_assert((WALK_FRESH & (WALK_FRESH - 1)) == 0, "fresh_at is indexed by a mask");
+_Static_assert(BPFPY_MAX_DEPTH <= 65536, "fresh_at holds frame indexes in 16 bits");
 
 struct walk_memo {
 	__u64 code;
@@ -83,6 +87,15 @@ struct walk_scratch {
 	__u8 fbuf[BPFPY_FRAME_BUF * 2 + 8];
 	__u8 cbuf[WALK_CBUF_SIZE + 8];
 	struct walk_memo memo[WALK_MEMO_SIZE];
+	/* The index in out[] of each frame whose code object walk_code() read
+	 * rather than found in the memo, in walk order: every distinct code
+	 * object of the stack is among them, so that a pass over the stack's
+	 * code objects (naming, bpf/py_sample.bpf.h) visits these and not
+	 * every frame, 4 and not 300 in a 300-deep recursion. nfresh counts
+	 * them all; past WALK_FRESH the list is incomplete and such a pass
+	 * must visit every frame. */
+	__u16 fresh_at[WALK_FRESH];
+	__u32 nfresh;
 	struct walk_page_tag tags[WALK_PAGES];
 	__u64 opaque[8]; /* BPF only: walk_hide() */
 #ifndef __VMLINUX_H__
@@ -271,6 +284,7 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 #endif
 	for (__u32 i = 0; i < WALK_MEMO_SIZE; i++)
 		w->scratch->memo[i].code = 0;
+	w->scratch->nfresh = 0;
 	for (__u32 i = 0; i < WALK_PAGES; i++)
 		walk_tag_clear(&w->scratch->tags[i]);
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
@@ -431,6 +445,10 @@ WALK_INLINE __u32 walk_code(struct walk_state *w, __u64 code)
 	m->code = code;
 	m->fingerprint = fp;
 	m->named = 0;
+	/* walk_step() writes this frame at out[w->n] once we return. */
+	if (s->nfresh < WALK_FRESH)
+		s->fresh_at[s->nfresh & (WALK_FRESH - 1)] = (__u16)w->n;
+	s->nfresh++;
 	return fp;
 }
 

@@ -172,7 +172,7 @@ static __u32 bpf_get_smp_processor_id(void)
 #define NOT_CODE  0x200100ull
 #define GIL	  0x300000ull /* locked int at +0, holder at +8 */
 #define STRS	  0x400000ull /* str and bytes objects, see put_str */
-#define NFRAMES	  16
+#define NFRAMES	  (WALK_FRESH + 16)
 #define NTHREADS  3
 
 static uint8_t runtime_b[0x1000], interp_b[0x8000], tstate_b[NTHREADS][0x2000];
@@ -863,6 +863,84 @@ static void test_named_filter(void **state)
 	assert_int_equal(code_name_fill(&im.r, o, fr[0].code, fr[0].fingerprint, cbuf, &n), -1);
 }
 
+/* Every frame of thread 0 runs code object 0, as a recursion does. */
+static void one_code_for_all(const struct py_offsets *o, int nframes)
+{
+	for (int i = 0; i < nframes; i++) {
+		uint8_t *fr = frame_b + i * 0x200;
+
+		put64(fr, o->frame_code, CODE(0));
+		if (o->frame_model != FRAME_MODEL_OBJECT)
+			put64(fr, o->frame_instr, CODE(0) + o->code_adaptive);
+	}
+}
+
+/* The naming pass visits the frames whose code object the walk read anew
+ * (walk_scratch.fresh_at), not every frame: naming a 12-deep recursion
+ * takes 2 turns of its loop where 12 code objects take 13. Past WALK_FRESH
+ * code objects the list is incomplete and every frame is visited, so that
+ * the outermost code object is named all the same. */
+static void test_name_pass_turns(void **state)
+{
+	static const int deep[] = {12}, wide[] = {WALK_FRESH + 6};
+	static const uint32_t versions[] = {V310, V311, V312};
+
+	(void)state;
+	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		const int outer = WALK_FRESH + 5;
+		struct image im;
+		const struct py_offsets *o;
+		const struct sample_hdr *h;
+		__u64 turns_one;
+		int found = 0;
+
+		build(&im, versions[v], 1, deep);
+		o = &im.cfg.off;
+		one_code_for_all(o, deep[0] + 1); /* the shim too, where there is one */
+		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+		put_table(o, 2, 20);
+		point_code(o, 0, 0, 1, 2);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->nframes, deep[0]);
+		assert_int_equal(scratch_mem.ws.nfresh, 1);
+		assert_int_equal(nnames, 1);
+		turns_one = loop_turns;
+
+		/* the same stack, a code object for each frame */
+		build(&im, versions[v], 1, deep);
+		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+		put_table(o, 2, 20);
+		point_code(o, 0, 0, 1, 2);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(scratch_mem.ws.nfresh, deep[0]);
+		assert_int_equal(nnames, 1);
+		assert_int_equal(loop_turns - turns_one, deep[0] - 1);
+
+		/* more code objects than fresh_at holds: the outermost is named */
+		build(&im, versions[v], 1, wide);
+		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+		put_table(o, 2, 20);
+		put_str(o, 3, "outer", PY_STR_ASCII_VALUE);
+		point_code(o, 0, 0, 1, 2);
+		point_code(o, outer, 3, 1, 2);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->nframes, wide[0]);
+		assert_int_equal(scratch_mem.ws.nfresh, wide[0]);
+		assert_int_equal(nnames, 2);
+		for (int i = 0; i < nnames; i++)
+			found |= names_mem[i].k.code == CODE(outer) &&
+				 names_mem[i].v.name_len == 5 &&
+				 !memcmp(names_mem[i].v.name, "outer", 5);
+		assert_true(found);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,6 +957,7 @@ int main(void)
 	    cmocka_unit_test(test_proc_tstate_slots),
 	    cmocka_unit_test(test_named_filter),
 	    cmocka_unit_test(test_named_sets),
+	    cmocka_unit_test(test_name_pass_turns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
