@@ -875,6 +875,15 @@ static void one_code_for_all(const struct py_offsets *o, int nframes)
 	}
 }
 
+/* Code object 0 gets an ASCII name, a file and a line table. */
+static void name_code0(const struct py_offsets *o)
+{
+	put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+	put_table(o, 2, 20);
+	point_code(o, 0, 0, 1, 2);
+}
+
 /* The naming pass visits the frames whose code object the walk read anew
  * (walk_scratch.fresh_at), not every frame: naming a 12-deep recursion
  * takes 2 turns of its loop where 12 code objects take 13. Past WALK_FRESH
@@ -897,10 +906,7 @@ static void test_name_pass_turns(void **state)
 		build(&im, versions[v], 1, deep);
 		o = &im.cfg.off;
 		one_code_for_all(o, deep[0] + 1); /* the shim too, where there is one */
-		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
-		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
-		put_table(o, 2, 20);
-		point_code(o, 0, 0, 1, 2);
+		name_code0(o);
 		h = tick(&im, 0, 1);
 		assert_non_null(h);
 		assert_int_equal(h->nframes, deep[0]);
@@ -910,10 +916,7 @@ static void test_name_pass_turns(void **state)
 
 		/* the same stack, a code object for each frame */
 		build(&im, versions[v], 1, deep);
-		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
-		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
-		put_table(o, 2, 20);
-		point_code(o, 0, 0, 1, 2);
+		name_code0(o);
 		h = tick(&im, 0, 1);
 		assert_non_null(h);
 		assert_int_equal(scratch_mem.ws.nfresh, deep[0]);
@@ -922,11 +925,8 @@ static void test_name_pass_turns(void **state)
 
 		/* more code objects than fresh_at holds: the outermost is named */
 		build(&im, versions[v], 1, wide);
-		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
-		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
-		put_table(o, 2, 20);
+		name_code0(o);
 		put_str(o, 3, "outer", PY_STR_ASCII_VALUE);
-		point_code(o, 0, 0, 1, 2);
 		point_code(o, outer, 3, 1, 2);
 		h = tick(&im, 0, 1);
 		assert_non_null(h);
