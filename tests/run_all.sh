@@ -4,7 +4,9 @@
 # interpreter of scripts/targets.sh. Prints one closing line:
 #   "tests: N passed, N failed, N skipped"
 # A test script exits 0 (pass), 77 (skip, with its reason on stdout), else fail.
-# ONLY=NAME runs tests/integration/test_NAME.sh alone (a glob: ONLY='o*').
+# ONLY=NAME runs tests/integration/test_NAME.sh alone (a glob: ONLY='o*';
+# several, separated by spaces: ONLY='record trace'); an ONLY that names no
+# script fails (exit 2) rather than pass on no test.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build}
@@ -78,10 +80,19 @@ for bin in "$@"; do
 	run "unit/$(basename "$bin")" $LIMIT_UNIT "$bin"
 done
 echo "== integration tests (root)"
-for t in tests/integration/test_${ONLY:-*}.sh; do
-	[ -e "$t" ] || continue
-	run "integration/$(basename "$t" .sh)" $LIMIT_INTEGRATION bash "$t"
+read -ra only <<<"${ONLY:-*}"
+matched=0
+for name in "${only[@]}"; do
+	for t in tests/integration/test_${name}.sh; do
+		[ -e "$t" ] || continue
+		matched=$((matched + 1))
+		run "integration/$(basename "$t" .sh)" $LIMIT_INTEGRATION bash "$t"
+	done
 done
+if [ -n "${ONLY:-}" ] && [ "$matched" -eq 0 ]; then
+	echo "ONLY='$ONLY': no tests/integration/test_NAME.sh matches" >&2
+	exit 2
+fi
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]} (logs in $log_dir/)"
 echo "tests: $pass passed, $fail failed, $skip skipped"
