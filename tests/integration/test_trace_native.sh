@@ -147,8 +147,11 @@ echo "== $one: trace -- CMD"
 # Attached before the first bytecode, i.e. before ctypes loads libffi and
 # _ctypes: the first hit that stops in a library loaded since has its
 # process re-scanned at once (then at most every 250 ms), so only the hits
-# already queued by then lose their unwind (marked and counted; the
-# checker allows 10%; 100 rounds so that the first moments weigh little).
+# already queued by then lose their unwind (marked and counted; 10% of
+# them here, not the checker's 2% for a process whose mappings are all
+# known: in one CI run under the suite's load 979 of 30677, 3.2%, lost
+# theirs before the re-scan; 100 rounds so that the first moments weigh
+# little).
 touch "$TMP/go-launch"
 "$BPFPY" trace --native --threshold 0 --uprobe libc:ffs -f collapsed -o "$TMP/launch.folded" \
 	-- "$ROOT_DIR/scripts/pyrun.sh" "$one" "$PYDIR/trace_qsort.py" 100 "$TMP/go-launch" >"$TMP/launch.out" 2>"$TMP/launch.err" &
@@ -159,7 +162,8 @@ calls=$(awk '$1 == "done" { print $2 }' "$TMP/launch.out")
 n=$(hits "$TMP/launch.folded" '\[uprobe libc\.so\.6:ffs\] [0-9]+$')
 if [[ $rc == 0 && -n $calls ]] && ((n >= calls)); then
 	ok "trace -- $one: exit 0, $n hits for the target's $calls calls after its warm-up sort"
-	"$CHECKPY" "$CHECK/native_stacks.py" qsort "$TMP/launch.folded" probe=ffs what="$one trace -- CMD" min=1000
+	"$CHECKPY" "$CHECK/native_stacks.py" qsort "$TMP/launch.folded" probe=ffs what="$one trace -- CMD" min=1000 \
+		lost_max=0.10
 	fails=$((fails + $?))
 else
 	bad "trace -- $one: rc $rc, $n hits, target said '$(tail -n 2 "$TMP/launch.out")'"

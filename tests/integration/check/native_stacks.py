@@ -24,7 +24,8 @@
 # Each mode needs at least min= (default 20) matching samples. A sample
 # whose record says the native unwind stopped early carries the mark
 # "[native unwind lost]" (bpfpy counted it and placed nothing by guess): it
-# is left out of the shape checks, and may be at most LOST_MAX (2%) of a case.
+# is left out of the shape checks, and may be at most LOST_MAX (2%) of a case,
+# or lost_max= (a fraction) where the caller expects more (trace -- CMD).
 import re
 import sys
 
@@ -41,7 +42,7 @@ KERNEL = re.compile(r"^(.*?)(?: \((.*)\))? \[kernel\]$")
 # With every mapping found, an unwind is lost only where the CFI is truly
 # missing (a few samples a run); 2% of a case leaves room for those and
 # fails on any defect that loses a whole function's samples.
-LOST_MAX = 0.02
+LOST_MAX = float(args.get("lost_max", 0.02))
 PY = re.compile(r"^(.*) \((.*):(-?\d+)\)$|^(.*) \((.*)\)$")
 
 
@@ -143,8 +144,8 @@ if mode == "qsort":
     if nlost:
         print("  %d samples through order_cb with the native unwind lost (marked, counted)" % nlost)
     if nlost > LOST_MAX * (good + wrong + nlost):
-        bad("%d of %d samples through order_cb lost their native unwind (> 2%%)"
-            % (nlost, good + wrong + nlost))
+        bad("%d of %d samples through order_cb lost their native unwind (> %g%%)"
+            % (nlost, good + wrong + nlost, 100 * LOST_MAX))
     if good + wrong < need:
         bad("only %d samples through order_cb (want >= %d)" % (good + wrong, need))
     elif wrong:
@@ -174,8 +175,8 @@ elif mode == "callback":
             if wrong <= 3 * n:
                 print("  wrong: %d x %s" % (n, show(frames)))
     if nlost > LOST_MAX * (good + wrong + nlost):
-        bad("%d of %d samples through %s lost their native unwind (> 2%%)"
-            % (nlost, good + wrong + nlost, leaf))
+        bad("%d of %d samples through %s lost their native unwind (> %g%%)"
+            % (nlost, good + wrong + nlost, leaf, 100 * LOST_MAX))
     if good + wrong < need:
         bad("only %d samples through %s (want >= %d)" % (good + wrong, leaf, need))
     elif wrong * 20 > good + wrong:
@@ -225,7 +226,7 @@ elif mode == "burn":
     elif c >= need:
         ok("all %d burn_loop samples are <module>;outer;spin [native];burn_loop [native]" % c)
     if ilost > LOST_MAX * (inner + ilost):
-        bad("%d of %d inner samples lost their native unwind (> 2%%)" % (ilost, inner + ilost))
+        bad("%d of %d inner samples lost their native unwind (> %g%%)" % (ilost, inner + ilost, 100 * LOST_MAX))
     if ibad * 20 > inner:
         bad("%d of %d inner samples not <module>;outer;spin [native];...;inner" % (ibad, inner))
     elif inner >= need:
