@@ -797,6 +797,15 @@ static void test_named_sets(void **state)
 	assert_false(code_named_has(named, 0x1234)); /* an empty slot matches nothing */
 }
 
+/* Code object 0 gets an ASCII name, a file and a line table. */
+static void name_code0(const struct py_offsets *o)
+{
+	put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+	put_table(o, 2, 20);
+	point_code(o, 0, 0, 1, 2);
+}
+
 /* The filter in front of code_names (proc_config.named): a code object
  * named, or found named, has its tag set, and a sample that finds the tag
  * looks nothing up and copies nothing. The user-space fill that
@@ -816,10 +825,7 @@ static void test_named_filter(void **state)
 	(void)state;
 	build(&im, V312, 1, depth);
 	o = &im.cfg.off;
-	put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
-	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
-	put_table(o, 2, 20);
-	point_code(o, 0, 0, 1, 2);
+	name_code0(o);
 	point_code(o, 1, 0, 1, 2);
 	h = tick(&im, 0, 1);
 	assert_non_null(h);
@@ -873,15 +879,6 @@ static void one_code_for_all(const struct py_offsets *o, int nframes)
 		if (o->frame_model != FRAME_MODEL_OBJECT)
 			put64(fr, o->frame_instr, CODE(0) + o->code_adaptive);
 	}
-}
-
-/* Code object 0 gets an ASCII name, a file and a line table. */
-static void name_code0(const struct py_offsets *o)
-{
-	put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
-	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
-	put_table(o, 2, 20);
-	point_code(o, 0, 0, 1, 2);
 }
 
 /* The naming pass visits the frames whose code object the walk read anew
