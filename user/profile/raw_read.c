@@ -9,11 +9,19 @@
 #include "native_symbols.h"
 #include "text_escape.h"
 
+/* A #lib line: the library and the strings it points to. */
+struct raw_lib {
+	struct native_lib lib;
+	char *path, *build_id;
+};
+
 /* What the '#' lines read so far said. */
 struct raw_rd {
 	struct raw_defs *defs;
-	struct native_lib *libs; /* the #lib lines, id - 1 */
-	char **lib_strs;	 /* their path and build id, two per lib */
+	/* The #lib lines, id - 1. Each entry is allocated alone and never
+	 * moves: frames point to it, and a writer (out_raw.c) tells libraries
+	 * apart by that pointer, so one that moved would be written again. */
+	struct raw_lib **libs;
 	uint32_t nlibs;
 	uint32_t ndefs;	    /* #def lines read */
 	uint64_t weight_ns; /* a #w line waiting for its sample */
@@ -157,7 +165,7 @@ static int parse_sample(char *line, size_t len, struct sym_sample *s, struct sym
 			frames[n].kind = d->kind;
 			frames[n].firstlineno = d->firstlineno;
 			frames[n].addr = d->addr;
-			frames[n].lib = d->lib ? &rd->libs[d->lib - 1] : NULL;
+			frames[n].lib = d->lib ? &rd->libs[d->lib - 1]->lib : NULL;
 		}
 		if (d && d->name) {
 			frames[n].name = d->name;
@@ -240,8 +248,8 @@ static int parse_header(char *p, struct raw_meta *m, const char **why)
 static int parse_lib(struct raw_rd *rd, char *p, const char **why, int *oom)
 {
 	uint64_t id, v[3];
-	struct native_lib *nl;
-	char **ns, *bid, *path;
+	struct raw_lib **nl, *l;
+	char *bid, *path;
 	size_t nb;
 
 	if (!(p = field_u(p, UINT32_MAX, &id)) || id != rd->nlibs + 1ull)
@@ -263,21 +271,16 @@ static int parse_lib(struct raw_rd *rd, char *p, const char **why, int *oom)
 	nl = realloc(rd->libs, (rd->nlibs + 1) * sizeof(*nl));
 	if (nl)
 		rd->libs = nl;
-	ns = nl ? realloc(rd->lib_strs, (rd->nlibs + 1) * 2 * sizeof(*ns)) : NULL;
-	if (ns)
-		rd->lib_strs = ns;
-	if (!bid || !ns) {
+	l = nl && bid ? calloc(1, sizeof(*l)) : NULL;
+	if (!l) {
 		free(bid);
 		free(path);
 		*oom = 1;
 		return -1;
 	}
-	/* The #def lines point into libs: it must not move once one does.
-	 * It only grows here, before any #def may name the new entry, and
-	 * the frames read so far are gone (they live for one sample). */
-	ns[rd->nlibs * 2] = path;
-	ns[rd->nlibs * 2 + 1] = bid;
-	rd->libs[rd->nlibs] = (struct native_lib){
+	l->path = path;
+	l->build_id = bid;
+	l->lib = (struct native_lib){
 	    .path = path,
 	    .name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
 	    .build_id = bid,
@@ -285,6 +288,7 @@ static int parse_lib(struct raw_rd *rd, char *p, const char **why, int *oom)
 	    .limit = v[1],
 	    .offset = v[2],
 	};
+	rd->libs[rd->nlibs] = l;
 	rd->nlibs++;
 	return 0;
 }
@@ -437,9 +441,11 @@ static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const c
 static void rd_free(struct raw_rd *rd)
 {
 	raw_defs_free(rd->defs);
-	for (uint32_t i = 0; i < rd->nlibs * 2; i++)
-		free(rd->lib_strs[i]);
-	free(rd->lib_strs);
+	for (uint32_t i = 0; i < rd->nlibs; i++) {
+		free(rd->libs[i]->path);
+		free(rd->libs[i]->build_id);
+		free(rd->libs[i]);
+	}
 	free(rd->libs);
 }
 
