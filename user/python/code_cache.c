@@ -453,30 +453,35 @@ const struct code_entry *code_cache_lookup(struct code_cache *c, uint64_t addr,
 		return fail_entry(c, addr, fingerprint, CODE_UNREADABLE);
 	}
 	actual = walk_fingerprint(cbuf, &c->o);
+	if (fingerprint && fingerprint != actual) {
+		/* The sampled object is gone. What is there now is not kept
+		 * for the samples that will name it: it may be freed memory
+		 * whose header still reads, and a new object with the same
+		 * fingerprint (its strings and table reallocated where the
+		 * old ones were, as an exec loop does) would then be served
+		 * that entry, a table that was already garbage (3.9: lines
+		 * past the file's end), rather than the kernel's copy. */
+		c->st.stale++;
+		return fail_entry(c, addr, fingerprint, CODE_STALE);
+	}
 	if (i != NIL && c->slots[i].e.fingerprint == actual) {
 		/* The cached entry is still right for what is there now. */
 		touch(c, i);
 		if (!fingerprint)
 			c->st.revalidated++;
+		return &c->slots[i].e;
+	}
+	if (i != NIL) {
+		c->st.refreshes++;
+		touch(c, i);
 	} else {
-		if (i != NIL) {
-			c->st.refreshes++;
-			touch(c, i);
-		} else {
-			c->st.misses++;
-			i = take_slot(c, addr);
-		}
-		if (fingerprint == actual)
-			fill_sampled(c, &c->slots[i], addr, actual, cbuf);
-		else
-			fill(c, &c->slots[i], addr, actual, cbuf);
+		c->st.misses++;
+		i = take_slot(c, addr);
 	}
-	if (fingerprint && fingerprint != actual) {
-		/* The sampled object is gone; what we just read is another
-		 * one, kept for the samples that will name it. */
-		c->st.stale++;
-		return fail_entry(c, addr, fingerprint, CODE_STALE);
-	}
+	if (fingerprint)
+		fill_sampled(c, &c->slots[i], addr, actual, cbuf);
+	else
+		fill(c, &c->slots[i], addr, actual, cbuf);
 	return &c->slots[i].e;
 }
 
