@@ -178,21 +178,37 @@ struct frame_rec {
 /*
  * Names of code objects, copied by the kernel the first time a sample shows
  * a (process, code address, fingerprint): BPF LRU hash code_names. Short-
- * lived code (exec/compile loops) is often freed before user space gets to
- * the sample; user space falls back on this copy when its own read of the
+ * lived code (exec/compile loops, and every module's top-level code, freed
+ * once the import ran it) is often freed before user space gets to the
+ * sample; user space falls back on this copy when its own read of the
  * object fails or finds another object (code_cache_set_names). Only what
  * fits is copied: compact ASCII strings shorter than the buffers (others
- * are left to user space, as before) and the first CODE_TABLE_MAX bytes of
- * the line table (lines past them are then unknown, never guessed).
+ * are left to user space, as before) and the first CODE_TABLE_LIMIT bytes
+ * of the line table (lines past them are then unknown, never guessed).
+ *
+ * The table's first CODE_TABLE_MAX bytes sit in code_name.table; the rest
+ * in chunks of CODE_TABLE_CHUNK bytes, in the LRU hash code_tables under
+ * (the same key, chunk index), written before the code_names entry. Most
+ * functions' tables fit in table[] (3.11: 84%; 3.12: 91%), most modules'
+ * do not (3.11: 30%), and chunks keep the maps' memory to what the tables
+ * need: 8192 names of 660 bytes and 2048 chunks of 4 KiB, 14 MB in all,
+ * where 8192 whole copies would take 140 MB. CODE_TABLE_LIMIT holds all
+ * but 0.1% of the standard library's module tables (3.11: longest 39 KB,
+ * 99th percentile 7.3 KB) and all of its functions' (longest 10 KB).
+ * Four chunks, so that the kernel's loop over them can be written out.
  */
-#define CODE_NAME_MAX  128 /* powers of two: the kernel masks lengths */
-#define CODE_FILE_MAX  256
-#define CODE_TABLE_MAX 256
-#define CODE_NAMES_MAX 8192 /* entries, all processes together */
+#define CODE_NAME_MAX	  128 /* powers of two: the kernel masks lengths */
+#define CODE_FILE_MAX	  256
+#define CODE_TABLE_MAX	  256
+#define CODE_TABLE_CHUNK  4096
+#define CODE_TABLE_CHUNKS 4
+#define CODE_TABLE_LIMIT  (CODE_TABLE_MAX + CODE_TABLE_CHUNKS * CODE_TABLE_CHUNK)
+#define CODE_NAMES_MAX	  8192 /* entries, all processes together */
+#define CODE_TABLES_MAX	  2048 /* chunks, all processes together */
 
 #define CODE_NAME_FILE	(1u << 0) /* file[] holds the file name */
-#define CODE_NAME_TABLE (1u << 1) /* table[] holds (a prefix of) the line table */
-#define CODE_NAME_CUT	(1u << 2) /* the line table is longer than table[] */
+#define CODE_NAME_TABLE (1u << 1) /* table_len bytes of the line table were copied */
+#define CODE_NAME_CUT	(1u << 2) /* the line table is longer than table_len */
 
 struct code_name_key {
 	__u32 pid; /* host tgid */
@@ -204,12 +220,24 @@ struct code_name {
 	__s32 firstlineno;
 	__u16 name_len; /* bytes in name[], no NUL */
 	__u16 file_len;
-	__u16 table_len;
-	__u16 flags; /* CODE_NAME_* */
+	__u16 table_len; /* bytes copied: table[], then the chunks */
+	__u16 flags;	 /* CODE_NAME_* */
 	__u32 pad;
 	char name[CODE_NAME_MAX];
 	char file[CODE_FILE_MAX];
 	__u8 table[CODE_TABLE_MAX];
+};
+
+/* code_tables: chunk i holds table bytes CODE_TABLE_MAX + i * CODE_TABLE_CHUNK
+ * on, CODE_TABLE_CHUNK of them but in the last one. */
+struct code_table_key {
+	struct code_name_key name;
+	__u32 chunk;
+	__u32 pad;
+};
+
+struct code_table_chunk {
+	__u8 bytes[CODE_TABLE_CHUNK];
 };
 
 /* sample_hdr.flags */

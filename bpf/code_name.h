@@ -43,8 +43,10 @@ WALK_INLINE int code_name_str(WALK_READER_T *r, const struct py_offsets *o, __u6
 	return (int)len;
 }
 
-/* The first CODE_TABLE_MAX bytes of the bytes object at addr (the line
- * table) into n->table; 0, or -1 when unreadable. */
+/* The line table (the bytes object at addr): its first CODE_TABLE_MAX bytes
+ * into n->table, and how much of it the copy takes (CODE_TABLE_LIMIT at
+ * most, the rest by code_name_chunk) into n->table_len; 0, or -1 when
+ * unreadable. */
 WALK_INLINE int code_name_table(WALK_READER_T *r, const struct py_offsets *o, __u64 addr,
 				struct code_name *n)
 {
@@ -55,8 +57,8 @@ WALK_INLINE int code_name_table(WALK_READER_T *r, const struct py_offsets *o, __
 	if (size >= CODE_TABLE_MAX) {
 		if (WALK_READ(r, n->table, CODE_TABLE_MAX, addr + o->bytes_data))
 			return -1;
-		n->table_len = CODE_TABLE_MAX;
-		if (size > CODE_TABLE_MAX)
+		n->table_len = size > CODE_TABLE_LIMIT ? CODE_TABLE_LIMIT : (__u16)size;
+		if (size > CODE_TABLE_LIMIT)
 			n->flags |= CODE_NAME_CUT;
 		return 0;
 	}
@@ -100,6 +102,42 @@ WALK_INLINE int code_name_fill(WALK_READER_T *r, const struct py_offsets *o, __u
 	if (!code_name_table(r, o, walk_u64(cbuf, o->code_linetable, WALK_CBUF_MASK), n))
 		n->flags |= CODE_NAME_TABLE;
 	return 0;
+}
+
+/* n's copy of the line table ends where chunk i would start. */
+WALK_INLINE void code_name_cut(struct code_name *n, __u32 i)
+{
+	n->table_len = (__u16)(CODE_TABLE_MAX + i * CODE_TABLE_CHUNK);
+	n->flags |= CODE_NAME_CUT;
+}
+
+/*
+ * Chunk i of the line table of n, the names code_name_fill() just took
+ * from the header in cbuf, into buf: its length, 0 when the copy ends
+ * before it, -1 when unreadable (n is then cut where the chunk starts).
+ */
+WALK_INLINE int code_name_chunk(WALK_READER_T *r, const struct py_offsets *o, const __u8 *cbuf,
+				struct code_name *n, __u32 i, __u8 *buf)
+{
+	__u64 addr = walk_u64(cbuf, o->code_linetable, WALK_CBUF_MASK) + o->bytes_data;
+	/* 64-bit: clang's 32-bit subtraction left the upper half of the
+	 * register to the verifier, which then saw no bound on len. */
+	__u64 at = CODE_TABLE_MAX + (__u64)i * CODE_TABLE_CHUNK, len;
+
+	if (!(n->flags & CODE_NAME_TABLE) || n->table_len <= at)
+		return 0;
+	len = (__u64)n->table_len - at;
+	if (len > CODE_TABLE_CHUNK)
+		len = CODE_TABLE_CHUNK;
+#ifdef __VMLINUX_H__
+	/* Keep the clamp next to the read, where the verifier checks it. */
+	barrier_var(len);
+#endif
+	if (WALK_READ(r, buf, len, addr + at)) {
+		code_name_cut(n, i);
+		return -1;
+	}
+	return (int)len;
 }
 
 /*

@@ -27,7 +27,11 @@
 struct sample_scratch {
 	struct sample_buf buf;
 	struct walk_scratch ws;
-	struct code_name name; /* built here, then copied into code_names */
+	struct code_name name;	       /* built here, then copied into code_names */
+	struct code_table_chunk chunk; /* the same for code_tables */
+	/* The code object being named: .name is code_names' key, the
+	 * whole code_tables' (not on the stack: the tracer has little room). */
+	struct code_table_key name_key;
 };
 
 struct {
@@ -74,6 +78,14 @@ struct {
 	__type(key, struct code_name_key);
 	__type(value, struct code_name);
 } code_names SEC(".maps");
+
+/* (code_names' key, chunk) -> the line table past code_name.table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CODE_TABLES_MAX);
+	__type(key, struct code_table_key);
+	__type(value, struct code_table_chunk);
+} code_tables SEC(".maps");
 
 /*
  * record --phases: time each step of a sample (enum cost_phase) into the
@@ -248,7 +260,7 @@ static int name_step(__u32 i, void *data)
 	struct sample_scratch *sc = c->sc;
 	const struct frame_rec *f;
 	struct walk_memo *m;
-	struct code_name_key k = {.pid = q->pid};
+	struct code_name_key *k = &sc->name_key.name;
 	__u32 at = i, nfresh = sc->ws.nfresh;
 	__u64 tag;
 
@@ -277,13 +289,28 @@ static int name_step(__u32 i, void *data)
 	tag = code_named_tag(f->code, f->fingerprint);
 	if (code_named_has(q->cfg->named, tag))
 		return 0;
-	k.code = f->code;
-	k.fingerprint = f->fingerprint;
-	if (!bpf_map_lookup_elem(&code_names, &k)) {
-		if (code_name_fill(q->reader, &q->cfg->off, k.code, k.fingerprint, sc->ws.cbuf,
+	k->pid = q->pid;
+	k->fingerprint = f->fingerprint;
+	k->code = f->code;
+	if (!bpf_map_lookup_elem(&code_names, k)) {
+		if (code_name_fill(q->reader, &q->cfg->off, f->code, f->fingerprint, sc->ws.cbuf,
 				   &sc->name))
 			return 0;
-		if (!bpf_map_update_elem(&code_names, &k, &sc->name, BPF_NOEXIST))
+		/* The chunks first: user space reads a name's chunks once
+		 * it finds the name. A chunk that cannot be read or stored
+		 * cuts the copy there. Written out (4 turns) rather than a
+		 * bpf_loop: the tracer's stack has no room for a third frame. */
+		for (__u32 j = 0; j < CODE_TABLE_CHUNKS; j++) {
+			if (code_name_chunk(q->reader, &q->cfg->off, sc->ws.cbuf, &sc->name, j,
+					    sc->chunk.bytes) <= 0)
+				break;
+			sc->name_key.chunk = j;
+			if (bpf_map_update_elem(&code_tables, &sc->name_key, &sc->chunk, BPF_ANY)) {
+				code_name_cut(&sc->name, j);
+				break;
+			}
+		}
+		if (!bpf_map_update_elem(&code_names, k, &sc->name, BPF_NOEXIST))
 			c->named++;
 	}
 	code_named_put(q->cfg->named, tag, 0);

@@ -9,6 +9,15 @@
 # interpreter: `record -F 10k -d 2` shows no <unknown> frame and both
 # functions; on 3.12 and 3.15 the oracle's bpf mode on code_object_reuse
 # (at 10 kHz, beside the ptrace reference) has no <unknown> key either.
+#
+# Lines of freed code: py/module_lines.py runs generated module code (a
+# line table of 1.6-5 KB, the hot loop at its end) once per object for 2 s
+# under `record -- CMD`; on every interpreter the frames of gen_module.py
+# are named <module>, none has line -1 or a line the file does not have,
+# and 80% or more sit on the loop's lines, which the script prints (the
+# rest: the filler lines before the loop). Before the kernel copied the
+# whole table (up to CODE_TABLE_LIMIT), 3-45% of them had line -1 and a
+# few had lines past the file's end, read from freed tables.
 . "$(dirname "$0")/lib.sh"
 use_bpfpy
 
@@ -44,6 +53,45 @@ one() {
 	fi
 }
 JOBS=2 each_target one
+
+module_lines() {
+	local ver=$1 label=$2 out=$TMP/$2.mod.folded err=$TMP/$2.mod.err rc why
+	timeout 60 "$BPFPY" record -F 997 -f collapsed -o "$out" -- \
+		"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/module_lines.py" 2 >"$TMP/$label.mod.hot" 2>"$err"
+	rc=$?
+	if [ "$rc" != 0 ] || [ ! -s "$out" ]; then
+		bad "$label: record -- module_lines.py failed (rc $rc): $(tail -3 "$err")"
+		return
+	fi
+	if why=$("$CHECKPY" - "$out" "$TMP/$label.mod.hot" <<'PY' 2>&1
+import re, sys
+hot = {int(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("hot ")}
+last = max(hot)
+lines, bad = {}, []
+for row in open(sys.argv[1]):
+    stack, count = row.rsplit(" ", 1)
+    for frame in stack.split(";"):
+        m = re.fullmatch(r"(.*) \(gen_module\.py:(-?\d+)\)", frame)
+        if m:
+            line = int(m.group(2))
+            lines[line] = lines.get(line, 0) + int(count)
+            # 0: 3.12+ give the module's first instruction (RESUME) line 0
+            if m.group(1) != "<module>" or line < 0 or line > last:
+                bad.append(frame)
+total = sum(lines.values())
+on_hot = sum(v for k, v in lines.items() if k in hot)
+print("%d samples in gen_module.py, %d on the loop's lines %s, %d frames wrong%s" % (
+    total, on_hot, sorted(hot), len(bad), (": " + "; ".join(sorted(set(bad))[:5])) if bad else ""))
+sys.exit(1 if bad or total < 100 or on_hot < 0.8 * total else 0)
+PY
+	); then
+		ok "$ver ($label): freed module code keeps its lines: $why"
+	else
+		bad "$ver ($label): freed module code: $why"
+	fi
+	grep -q "lines unknown" "$err" && bad "$ver ($label): record says $(grep 'lines unknown' "$err")"
+}
+JOBS=2 each_target module_lines
 
 # The oracle, as the issue measured it: bpf beside the ptrace reference.
 for label in pyenv-3.12 sid-3.15; do

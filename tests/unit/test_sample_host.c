@@ -61,6 +61,13 @@ static struct {
 	struct code_name v;
 } names_mem[NAMES_MAX];
 static int nnames;
+/* code_tables: the same, and a chunk can be made to fail its insert. */
+#define TABLES_MAX 64
+static struct {
+	struct code_table_key k;
+	struct code_table_chunk v;
+} tables_mem[TABLES_MAX];
+static int ntables, tables_fail_at = -1;
 static unsigned char rb_mem[sizeof(struct sample_buf)];
 static __u64 rb_size;
 static int rb_records;
@@ -78,6 +85,12 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 		for (int i = 0; i < nnames; i++)
 			if (!memcmp(&names_mem[i].k, key, sizeof(names_mem[i].k)))
 				return &names_mem[i].v;
+		return NULL;
+	}
+	if (map == &code_tables) {
+		for (int i = 0; i < ntables; i++)
+			if (!memcmp(&tables_mem[i].k, key, sizeof(tables_mem[i].k)))
+				return &tables_mem[i].v;
 		return NULL;
 	}
 	if (map == &tstate_cache) {
@@ -101,6 +114,22 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value, _
 		assert_true(nnames < NAMES_MAX);
 		memcpy(&names_mem[nnames].k, key, sizeof(names_mem[nnames].k));
 		memcpy(&names_mem[nnames++].v, value, sizeof(names_mem[0].v));
+		return 0;
+	}
+	if (map == &code_tables) {
+		const struct code_table_key *tk = key;
+		struct code_table_chunk *c;
+
+		assert_int_equal(flags, BPF_ANY);
+		if ((int)tk->chunk == tables_fail_at)
+			return -12; /* -ENOMEM */
+		c = bpf_map_lookup_elem(map, key);
+		if (!c) {
+			assert_true(ntables < TABLES_MAX);
+			memcpy(&tables_mem[ntables].k, key, sizeof(tables_mem[0].k));
+			c = &tables_mem[ntables++].v;
+		}
+		memcpy(c, value, sizeof(*c));
 		return 0;
 	}
 	assert_ptr_equal(map, &tstate_cache);
@@ -177,7 +206,7 @@ static __u32 bpf_get_smp_processor_id(void)
 
 static uint8_t runtime_b[0x1000], interp_b[0x8000], tstate_b[NTHREADS][0x2000];
 static uint8_t cframe_b[0x400], frame_b[NFRAMES * 0x200], code_b[NFRAMES * 0x400], gil_b[16];
-static uint8_t strs_b[0x2000];
+static uint8_t strs_b[0x10000]; /* slots of 0x400; from slot 8 on, long tables */
 
 struct image {
 	struct proc_config cfg;
@@ -282,6 +311,8 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 	memset(counter_mem, 0, sizeof(counter_mem));
 	ncache = 0;
 	nnames = 0;
+	ntables = 0;
+	tables_fail_at = -1;
 	rb_records = 0;
 	rb_size = 0;
 	loop_turns = 0;
@@ -577,7 +608,7 @@ static void put_table(const struct py_offsets *o, int slot, size_t n)
 
 	put64(b, o->bytes_size, n);
 	for (size_t i = 0; i < n; i++)
-		b[o->bytes_data + i] = (uint8_t)(i * 7);
+		b[o->bytes_data + i] = (uint8_t)(i * 7 + (i >> 8) * 101); /* no 256-byte period */
 }
 
 static void point_code(const struct py_offsets *o, int code, int name, int file, int table)
@@ -589,8 +620,20 @@ static void point_code(const struct py_offsets *o, int code, int name, int file,
 	put64(co, o->code_linetable, STR(table));
 }
 
+static int chunk_from_map(void *ctx, uint32_t i, struct code_table_chunk *buf)
+{
+	struct code_table_key k = {.name = *(const struct code_name_key *)ctx, .chunk = i};
+	const struct code_table_chunk *v = bpf_map_lookup_elem(&code_tables, &k);
+
+	if (!v)
+		return -1;
+	*buf = *v;
+	return 0;
+}
+
+/* What bpf_loader_code_name() does with the maps, here the test's. */
 static int names_from_map(void *ctx, uint32_t pid, uint64_t addr, uint32_t fp,
-			  struct code_name *out)
+			  struct code_copy *out)
 {
 	struct code_name_key k = {.pid = pid, .fingerprint = fp, .code = addr};
 	const struct code_name *v = bpf_map_lookup_elem(&code_names, &k);
@@ -598,7 +641,8 @@ static int names_from_map(void *ctx, uint32_t pid, uint64_t addr, uint32_t fp,
 	(void)ctx;
 	if (!v)
 		return -1;
-	*out = *v;
+	out->n = *v;
+	code_copy_gather(out, chunk_from_map, &k);
 	return 0;
 }
 
@@ -654,13 +698,18 @@ static void test_kernel_names(void **state)
 		assert_int_equal(nnames, 1);
 		assert_int_equal(counter_mem[CNT_NAMED], 1);
 		/* frame 1 with an ASCII name (same object, same fingerprint): its
-		 * long line table is copied in part and says so */
+		 * line table, longer than table[], is copied whole, the rest in
+		 * a chunk of code_tables */
 		put_str(o, 3, "func_b", PY_STR_ASCII_VALUE);
 		assert_non_null(tick(&im, 0, 1));
 		assert_int_equal(nnames, 2);
-		assert_int_equal(names_mem[1].v.table_len, CODE_TABLE_MAX);
-		assert_int_equal(names_mem[1].v.flags,
-				 CODE_NAME_FILE | CODE_NAME_TABLE | CODE_NAME_CUT);
+		assert_int_equal(names_mem[1].v.table_len, CODE_TABLE_MAX + 44);
+		assert_int_equal(names_mem[1].v.flags, CODE_NAME_FILE | CODE_NAME_TABLE);
+		assert_int_equal(ntables, 1);
+		assert_memory_equal(&tables_mem[0].k.name, &names_mem[1].k, sizeof(names_mem[1].k));
+		assert_int_equal(tables_mem[0].k.chunk, 0);
+		assert_memory_equal(tables_mem[0].v.bytes,
+				    strs_b + 4 * 0x400 + o->bytes_data + CODE_TABLE_MAX, 44);
 		/* a name as long as the buffer is left to user space */
 		{
 			char longname[CODE_NAME_MAX + 1];
@@ -683,11 +732,12 @@ static void test_kernel_names(void **state)
 		put_table(o, 2, 0);
 		assert_int_equal(code_cache_lookup(c, CODE(0), fr[0].fingerprint)->linetable_len,
 				 20);
-		/* a partial copy (cut table) does not: frame 1 is read */
+		/* frame 1's copy is whole too, chunk and all */
+		put_table(o, 4, 0);
 		assert_int_equal(code_cache_lookup(c, CODE(1), fr[1].fingerprint)->linetable_len,
 				 CODE_TABLE_MAX + 44);
 		code_cache_get_stats(c, &st);
-		assert_int_equal(st.kernel_filled, 1);
+		assert_int_equal(st.kernel_filled, 2);
 		code_cache_free(c);
 
 		/* both objects freed (here: zeroed) before user space reads them */
@@ -804,6 +854,114 @@ static void name_code0(const struct py_offsets *o)
 	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
 	put_table(o, 2, 20);
 	point_code(o, 0, 0, 1, 2);
+}
+
+/* The entry of code_names for code object code, or NULL. */
+static const struct code_name *named(uint64_t code)
+{
+	for (int i = 0; i < nnames; i++)
+		if (names_mem[i].k.code == code)
+			return &names_mem[i].v;
+	return NULL;
+}
+
+/* Line tables past code_name.table: the kernel copies them in chunks into
+ * code_tables (CODE_TABLE_LIMIT bytes at most) and user space gathers them
+ * back whole; a chunk the kernel cannot store, or one the LRU evicted,
+ * cuts the copy where it starts. A cut copy gives way to the object only
+ * where the two agree: a freed module's code once read as "\x7f". */
+static void test_kernel_tables(void **state)
+{
+	static const int depth[] = {2};
+	static const uint32_t versions[] = {0x030807f0u, V312};
+	const size_t longest = CODE_TABLE_LIMIT + 100;
+	struct code_copy *k = malloc(sizeof(*k));
+
+	(void)state;
+	assert_non_null(k);
+	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		struct image im;
+		const struct py_offsets *o;
+		const struct sample_hdr *h;
+		const struct code_name *n;
+		const struct code_entry *e;
+		struct frame_rec fr[2];
+		struct code_cache *c;
+		struct code_cache_stats st;
+		uint8_t *table;
+		int gone = -1;
+
+		build(&im, versions[v], 1, depth);
+		o = &im.cfg.off;
+		name_code0(o);
+		put_str(o, 3, "func_b", PY_STR_ASCII_VALUE);
+		put_table(o, 8, longest); /* slots 8 on: room for it */
+		point_code(o, 1, 3, 1, 8);
+		table = strs_b + 8 * 0x400 + o->bytes_data;
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		memcpy(fr, frames_of(h), sizeof(fr));
+		n = named(CODE(1));
+		assert_non_null(n);
+		assert_int_equal(n->table_len, CODE_TABLE_LIMIT);
+		assert_int_equal(n->flags, CODE_NAME_FILE | CODE_NAME_TABLE | CODE_NAME_CUT);
+		assert_int_equal(ntables, CODE_TABLE_CHUNKS);
+		/* gathered back: the first CODE_TABLE_LIMIT bytes, in order */
+		assert_int_equal(names_from_map(NULL, 4242, CODE(1), fr[1].fingerprint, k), 0);
+		assert_int_equal(k->n.table_len, CODE_TABLE_LIMIT);
+		assert_memory_equal(k->table, table, CODE_TABLE_LIMIT);
+
+		/* the object agrees with the cut copy: read, table and all */
+		c = code_cache_new(&im.r, o, 0);
+		assert_non_null(c);
+		code_cache_set_names(c, names_from_map, NULL, 4242);
+		e = code_cache_lookup(c, CODE(1), fr[1].fingerprint);
+		assert_int_equal(e->linetable_len, longest);
+		assert_int_equal(e->from_copy, 0);
+		/* freed, its name reading otherwise: the copy, cut */
+		code_cache_clear(c);
+		put_str(o, 3, "\x7f", PY_STR_ASCII_VALUE);
+		e = code_cache_lookup(c, CODE(1), fr[1].fingerprint);
+		assert_string_equal(e->name, "func_b");
+		assert_int_equal(e->from_copy, 1);
+		assert_int_equal(e->linetable_len, CODE_TABLE_LIMIT);
+		assert_int_equal(e->table_truncated, 1);
+		/* freed, a byte of its table's second chunk changed: the copy */
+		code_cache_clear(c);
+		put_str(o, 3, "func_b", PY_STR_ASCII_VALUE);
+		table[CODE_TABLE_MAX + CODE_TABLE_CHUNK + 5] ^= 0xff;
+		e = code_cache_lookup(c, CODE(1), fr[1].fingerprint);
+		assert_int_equal(e->from_copy, 1);
+		assert_int_equal(e->linetable_len, CODE_TABLE_LIMIT);
+		table[CODE_TABLE_MAX + CODE_TABLE_CHUNK + 5] ^= 0xff;
+		code_cache_get_stats(c, &st);
+		assert_int_equal(st.kernel_filled, 2);
+		code_cache_free(c);
+
+		/* a chunk the LRU evicted cuts the gathered copy where it starts */
+		for (int i = 0; i < ntables; i++)
+			if (tables_mem[i].k.name.code == CODE(1) && tables_mem[i].k.chunk == 3)
+				gone = i;
+		assert_true(gone >= 0);
+		tables_mem[gone].k.chunk = 99;
+		assert_int_equal(names_from_map(NULL, 4242, CODE(1), fr[1].fingerprint, k), 0);
+		assert_int_equal(k->n.table_len, CODE_TABLE_MAX + 3 * CODE_TABLE_CHUNK);
+		assert_true(k->n.flags & CODE_NAME_CUT);
+		assert_memory_equal(k->table, table, k->n.table_len);
+
+		/* a chunk the kernel cannot store cuts the copy it stores */
+		nnames = 0;
+		ntables = 0;
+		tables_fail_at = 2;
+		memset(im.cfg.named, 0, sizeof(im.cfg.named));
+		assert_non_null(tick(&im, 0, 1));
+		n = named(CODE(1));
+		assert_non_null(n);
+		assert_int_equal(n->table_len, CODE_TABLE_MAX + 2 * CODE_TABLE_CHUNK);
+		assert_int_equal(n->flags, CODE_NAME_FILE | CODE_NAME_TABLE | CODE_NAME_CUT);
+		assert_int_equal(ntables, 2);
+	}
+	free(k);
 }
 
 /* The filter in front of code_names (proc_config.named): a code object
@@ -951,6 +1109,7 @@ int main(void)
 	    cmocka_unit_test(test_thread_list_loop_user),
 	    cmocka_unit_test(test_user_and_bpf_agree),
 	    cmocka_unit_test(test_kernel_names),
+	    cmocka_unit_test(test_kernel_tables),
 	    cmocka_unit_test(test_proc_tstate_slots),
 	    cmocka_unit_test(test_named_filter),
 	    cmocka_unit_test(test_named_sets),

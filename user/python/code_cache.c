@@ -347,18 +347,41 @@ static char *copy_str(const char *s, size_t len)
 	return out;
 }
 
-/* The kernel's copy of (addr, fp) into n: 0, or -1 when there is none. */
-static int kernel_copy(struct code_cache *c, uint64_t addr, uint32_t fp, struct code_name *n)
+/* The kernel's copy of (addr, fp) into k: 0, or -1 when there is none. */
+static int kernel_copy(struct code_cache *c, uint64_t addr, uint32_t fp, struct code_copy *k)
 {
 	if (!c->names || !fp)
 		return -1;
-	return c->names(c->names_ctx, c->names_pid, addr, fp, n) ? -1 : 0;
+	return c->names(c->names_ctx, c->names_pid, addr, fp, k) ? -1 : 0;
 }
 
-/* Fill s from the kernel's copy n of (addr, fp); -1 when out of memory. */
-static int fill_copy(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t fp,
-		     const struct code_name *n)
+void code_copy_gather(struct code_copy *out, code_chunk_fn chunk, void *ctx)
 {
+	struct code_name *n = &out->n;
+	struct code_table_chunk buf;
+	uint32_t at;
+
+	if (!(n->flags & CODE_NAME_TABLE))
+		return;
+	if (n->table_len > CODE_TABLE_LIMIT)
+		code_name_cut(n, CODE_TABLE_CHUNKS);
+	memcpy(out->table, n->table, n->table_len < CODE_TABLE_MAX ? n->table_len : CODE_TABLE_MAX);
+	for (uint32_t i = 0; (at = CODE_TABLE_MAX + i * CODE_TABLE_CHUNK) < n->table_len; i++) {
+		if (chunk(ctx, i, &buf)) {
+			code_name_cut(n, i); /* evicted */
+			return;
+		}
+		memcpy(out->table + at, buf.bytes,
+		       n->table_len - at < CODE_TABLE_CHUNK ? n->table_len - at : CODE_TABLE_CHUNK);
+	}
+}
+
+/* Fill s from the kernel's copy k of (addr, fp); -1 when out of memory. */
+static int fill_copy(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t fp,
+		     const struct code_copy *k)
+{
+	const struct code_name *n = &k->n;
+
 	slot_release(c, s);
 	memset(&s->e, 0, sizeof(s->e));
 	s->name = copy_str(n->name, n->name_len < CODE_NAME_MAX ? n->name_len : CODE_NAME_MAX - 1);
@@ -368,10 +391,11 @@ static int fill_copy(struct code_cache *c, struct slot *s, uint64_t addr, uint32
 		s->file = copy_str(n->file,
 				   n->file_len < CODE_FILE_MAX ? n->file_len : CODE_FILE_MAX - 1);
 	if (n->flags & CODE_NAME_TABLE) {
-		s->e.linetable_len = n->table_len < CODE_TABLE_MAX ? n->table_len : CODE_TABLE_MAX;
+		s->e.linetable_len =
+		    n->table_len < CODE_TABLE_LIMIT ? n->table_len : CODE_TABLE_LIMIT;
 		s->table = malloc(s->e.linetable_len ? s->e.linetable_len : 1);
 		if (s->table)
-			memcpy(s->table, n->table, s->e.linetable_len);
+			memcpy(s->table, k->table, s->e.linetable_len);
 		else
 			s->e.linetable_len = 0;
 		s->e.table_truncated = !!(n->flags & CODE_NAME_CUT);
@@ -380,6 +404,7 @@ static int fill_copy(struct code_cache *c, struct slot *s, uint64_t addr, uint32
 	s->e.fingerprint = fp;
 	s->e.version_hex = c->o.version_hex;
 	s->e.status = CODE_OK;
+	s->e.from_copy = 1;
 	s->e.firstlineno = n->firstlineno;
 	s->e.name = s->name;
 	s->e.file = s->file ? s->file : CODE_CACHE_UNKNOWN;
@@ -391,12 +416,26 @@ static int fill_copy(struct code_cache *c, struct slot *s, uint64_t addr, uint32
  * names, or NULL when there is none. */
 static const struct code_entry *kernel_entry(struct code_cache *c, uint64_t addr, uint32_t fp)
 {
-	struct code_name n;
+	struct code_copy k;
 
-	if (kernel_copy(c, addr, fp, &n) || fill_copy(c, &c->kslot, addr, fp, &n))
+	if (kernel_copy(c, addr, fp, &k) || fill_copy(c, &c->kslot, addr, fp, &k))
 		return NULL;
 	c->st.kernel_named++;
 	return &c->kslot.e;
+}
+
+/* Does what s read from the object say what the kernel's copy k says? */
+static int agrees(const struct slot *s, const struct code_copy *k)
+{
+	const struct code_name *n = &k->n;
+
+	return s->name && strlen(s->name) == n->name_len &&
+	       !memcmp(s->name, n->name, n->name_len) &&
+	       (!(n->flags & CODE_NAME_FILE) || (s->file && strlen(s->file) == n->file_len &&
+						 !memcmp(s->file, n->file, n->file_len))) &&
+	       s->e.firstlineno == n->firstlineno &&
+	       (!(n->flags & CODE_NAME_TABLE) || (s->table && s->e.linetable_len >= n->table_len &&
+						  !memcmp(s->table, k->table, n->table_len)));
 }
 
 /*
@@ -406,19 +445,32 @@ static const struct code_entry *kernel_entry(struct code_cache *c, uint64_t addr
  * while the sampled thread ran that code, so the object and its line
  * table were alive; now the header can still match (freed, not yet reused)
  * while the table it points to is already gone, which gave wrong lines.
+ * A cut copy (a table past CODE_TABLE_LIMIT, or its file not copied) gives
+ * way to the object only where the two agree on all the copy holds: a
+ * module's top-level code, freed once imported, kept its header while its
+ * name read as "\x7f" and its lines went with its table.
  */
 static void fill_sampled(struct code_cache *c, struct slot *s, uint64_t addr, uint32_t fp,
 			 const uint8_t *cbuf)
 {
-	struct code_name n;
+	struct code_copy k;
 
-	if (!kernel_copy(c, addr, fp, &n) && (n.flags & CODE_NAME_FILE) &&
-	    (n.flags & CODE_NAME_TABLE) && !(n.flags & CODE_NAME_CUT) &&
-	    !fill_copy(c, s, addr, fp, &n)) {
+	if (kernel_copy(c, addr, fp, &k)) {
+		fill(c, s, addr, fp, cbuf);
+		return;
+	}
+	if ((k.n.flags & CODE_NAME_FILE) && (k.n.flags & CODE_NAME_TABLE) &&
+	    !(k.n.flags & CODE_NAME_CUT) && !fill_copy(c, s, addr, fp, &k)) {
 		c->st.kernel_filled++;
 		return;
 	}
 	fill(c, s, addr, fp, cbuf);
+	if (agrees(s, &k))
+		return;
+	if (fill_copy(c, s, addr, fp, &k))
+		fill(c, s, addr, fp, cbuf); /* out of memory: what was read, as before */
+	else
+		c->st.kernel_filled++;
 }
 
 static const struct code_entry *fail_entry(struct code_cache *c, uint64_t addr, uint32_t fp,
@@ -516,7 +568,10 @@ int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct
 	 * into an index (f_lasti, or an offset into co_code_adaptive). */
 	out->line = entry_line(e, walk_instr_index(&c->o, f->instr));
 	if (out->line == LINETABLE_CUT) {
-		c->st.lines_cut++;
+		if (e->from_copy)
+			c->st.lines_cut_copy++;
+		else
+			c->st.lines_cut++;
 		out->line = -1;
 	}
 	return e->status;

@@ -41,7 +41,8 @@ struct code_entry {
 	uint32_t fingerprint;	 /* walk_fingerprint() of the object we read */
 	uint32_t version_hex;	 /* for the line-table format */
 	uint8_t status;		 /* enum code_status */
-	uint8_t table_truncated; /* line table longer than PYBYTES_DEFAULT_CAP */
+	uint8_t table_truncated; /* line table longer than the part held */
+	uint8_t from_copy;	 /* made from the kernel's copy (code_names_fn) */
 	int firstlineno;
 	const char *name; /* co_qualname (co_name before 3.11) */
 	const char *file; /* co_filename */
@@ -61,12 +62,14 @@ struct code_cache_stats {
 	 * sight (code_cache_set_names); the others are unknown. */
 	uint64_t kernel_named;
 	/* Misses filled from the kernel's copy rather than by reading the
-	 * object (whole copies only, see code_cache.c fill_sampled). */
+	 * object: whole copies, and cut ones the object no longer matches
+	 * (see code_cache.c fill_sampled). */
 	uint64_t kernel_filled;
-	/* Frames symbolized with line unknown (-1) because their code
-	 * object's line table is longer than PYBYTES_DEFAULT_CAP and the
-	 * instruction lies past the part read. */
-	uint64_t lines_cut;
+	/* Frames symbolized with line unknown (-1) because the instruction
+	 * lies past the part of the line table held: the PYBYTES_DEFAULT_CAP
+	 * bytes read from the object (lines_cut), or the CODE_TABLE_LIMIT the
+	 * kernel copied of code freed before it was read (lines_cut_copy). */
+	uint64_t lines_cut, lines_cut_copy;
 	size_t size, cap;
 };
 
@@ -124,16 +127,31 @@ int code_cache_sym(void *cache, const struct frame_rec *f, struct sym_frame *out
 /*
  * Where names of freed code objects come from: fn fills out with what the
  * kernel copied on the first sample that showed (pid, addr, fingerprint)
- * (the BPF map code_names, bpf_loader_code_name) and returns 0, or -1
+ * (the BPF maps code_names and code_tables, bpf_loader_code_name: the
+ * names and the line table, whole or its first CODE_TABLE_LIMIT bytes,
+ * gathered into one buffer) and returns 0, or -1
  * when it has nothing. Consulted when the object cannot be read or is no
  * longer the sampled one (the entry's name then comes from the copy, its
  * file may be CODE_CACHE_UNKNOWN, its lines those the copied prefix of the
- * line table covers), and on a miss, where a whole copy is used instead of
- * reading the object. fn NULL: no copies (the default).
+ * line table covers), and on a miss: a whole copy is used instead of
+ * reading the object, and a cut one unless the object read agrees with it
+ * (names, first line, the copied part of the table; a freed object's
+ * header can outlive its strings). fn NULL: no copies (the default).
  */
+struct code_copy {
+	struct code_name n; /* n.table_len bytes of the table are in table */
+	uint8_t table[CODE_TABLE_LIMIT];
+};
 typedef int (*code_names_fn)(void *ctx, uint32_t pid, uint64_t addr, uint32_t fingerprint,
-			     struct code_name *out);
+			     struct code_copy *out);
 void code_cache_set_names(struct code_cache *c, code_names_fn fn, void *ctx, uint32_t pid);
+
+/* For a code_names_fn: out->n as found in code_names, gather its line
+ * table into out->table, chunk i from chunk(ctx, i, buf) (0 when found).
+ * A chunk not found (evicted) cuts the table where it starts; a table_len
+ * past CODE_TABLE_LIMIT (not bpfpy's kernel) is cut there. */
+typedef int (*code_chunk_fn)(void *ctx, uint32_t i, struct code_table_chunk *buf);
+void code_copy_gather(struct code_copy *out, code_chunk_fn chunk, void *ctx);
 
 void code_cache_get_stats(const struct code_cache *c, struct code_cache_stats *out);
 

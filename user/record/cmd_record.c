@@ -133,8 +133,10 @@ static const char doc[] =
     "the code objects that code holds as constants: a module's functions, a class's "
     "methods); "
     "lines unknown = code locations (code object and instruction, each counted when it is "
-    "named) drawn with line -1 because the line table is longer than the 64 KiB read (only "
-    "printed when not 0); with "
+    "named) drawn with line -1 because the line table is longer than the part held: the "
+    "64 KiB read from a live code object, or the 16,640 bytes the kernel copies on a code "
+    "object's first sample, used when the object was freed before bpfpy read it (a "
+    "module's top-level code, once imported) (only printed when not 0); with "
     "--native, 'native unwinding': stacks unwound in the kernel, frames a stack (of them "
     "found by frame pointer, where a file has no CFI), in-kernel us a stack, truncated "
     "(deeper than 128 frames), stopped early, and when any stopped early, why: process "
@@ -646,7 +648,7 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	uint64_t cnt[CNT__COUNT];
 	const struct record_opts *o = c->o;
 	size_t now, peak;
-	uint64_t lines_cut;
+	uint64_t lines_cut[2];
 	int live;
 
 	if (bpf_sampler_counters(s, cnt))
@@ -701,17 +703,20 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		native_tables_summary(stderr, bpf_sampler_native(s));
 	if (c->ns)
 		splice_summary(stderr, c->ns, c->splice_causes);
-	now = targets_cache_usage(c->ts, &live, &peak, &lines_cut);
+	now = targets_cache_usage(c->ts, &live, &peak, lines_cut);
 	fprintf(stderr,
 		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
 		"%llu named by the kernel, %llu when registered\n",
 		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED],
 		(unsigned long long)bpf_sampler_seeded_names(s));
-	if (lines_cut)
+	if (lines_cut[0] || lines_cut[1])
 		fprintf(stderr,
 			"  lines unknown: %llu code locations named with line -1 (line table "
-			"longer than the %d bytes read)\n",
-			(unsigned long long)lines_cut, PYBYTES_DEFAULT_CAP);
+			"longer than the part held: %llu past the %d bytes read from the object, "
+			"%llu past the %d the kernel copied of code freed before it was read)\n",
+			(unsigned long long)(lines_cut[0] + lines_cut[1]),
+			(unsigned long long)lines_cut[0], PYBYTES_DEFAULT_CAP,
+			(unsigned long long)lines_cut[1], CODE_TABLE_LIMIT);
 	fprintf(stderr, "  bpfpy CPU while sampling %.3f s (%.1f%% of a CPU)", cpu_s,
 		elapsed > 0 ? 100 * cpu_s / elapsed : 0);
 	if (c->samples)

@@ -336,8 +336,9 @@ int targets_scan(struct target_set *ts)
 }
 
 /* Called before a target's cache is freed, and for the summary: its size
- * now (the peak is kept), its lines_cut added to *lines_cut. */
-static size_t note_cache(struct target_set *ts, const struct code_cache *c, uint64_t *lines_cut)
+ * now (the peak is kept), its lines_cut and lines_cut_copy added to
+ * lines_cut[0] and [1]. */
+static size_t note_cache(struct target_set *ts, const struct code_cache *c, uint64_t lines_cut[2])
 {
 	struct code_cache_stats st;
 
@@ -346,14 +347,15 @@ static size_t note_cache(struct target_set *ts, const struct code_cache *c, uint
 	code_cache_get_stats(c, &st);
 	if (st.size > ts->cache_peak)
 		ts->cache_peak = st.size;
-	*lines_cut += st.lines_cut;
+	lines_cut[0] += st.lines_cut;
+	lines_cut[1] += st.lines_cut_copy;
 	return st.size;
 }
 
 /* A target that exited or exec'd: only its summary stays. */
 static void release(struct target_set *ts, struct rec_target *t)
 {
-	note_cache(ts, t->cache, &ts->lines_cut_gone);
+	note_cache(ts, t->cache, ts->lines_cut_gone);
 	code_cache_free(t->cache);
 	t->cache = NULL;
 	free(t->proc);
@@ -436,12 +438,13 @@ int targets_reap(struct target_set *ts)
 }
 
 size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out,
-			   uint64_t *lines_cut_out)
+			   uint64_t lines_cut_out[2])
 {
 	size_t total = 0;
 	int live = 0;
 
-	*lines_cut_out = ts->lines_cut_gone;
+	lines_cut_out[0] = ts->lines_cut_gone[0];
+	lines_cut_out[1] = ts->lines_cut_gone[1];
 	for (int i = 0; i < ts->n; i++)
 		if (ts->t[i]->cache) {
 			total += note_cache(ts, ts->t[i]->cache, lines_cut_out);

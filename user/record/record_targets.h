@@ -73,9 +73,9 @@ struct target_set {
 		int tries;
 	} * follow;
 	int nfollow, follow_cap;
-	size_t cache_peak;	 /* most code objects any one cache held (dead ones too) */
-	uint64_t lines_cut_gone; /* lines_cut of the caches already freed */
-	int scanned;		 /* full reads of /proc so far; from 2 on, events instead */
+	size_t cache_peak;	    /* most code objects any one cache held (dead ones too) */
+	uint64_t lines_cut_gone[2]; /* note_cache's lines_cut of the caches already freed */
+	int scanned;		    /* full reads of /proc so far; from 2 on, events instead */
 	unsigned reaps;
 	struct pollfd *polls; /* targets_reap's, one per live target with a pidfd */
 	int polls_cap;
@@ -104,11 +104,12 @@ int targets_symbolize(struct rec_target *t, const struct sample_hdr *h,
 		      const struct frame_rec *frames, struct sym_frame *out);
 /* Code objects cached now over the live targets, how many of those there
  * are, and the largest any single cache held (each is created with the
- * default bound, CODE_CACHE_DEFAULT_CAP); *lines_cut_out: frames of every
+ * default bound, CODE_CACHE_DEFAULT_CAP); lines_cut_out: frames of every
  * target so far (exited ones too) named with line unknown because their
- * line table is longer than the part read (code_cache_stats.lines_cut). */
+ * line table is longer than the part held: [0] read from the object, [1]
+ * the kernel's copy (code_cache_stats.lines_cut, lines_cut_copy). */
 size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out,
-			   uint64_t *lines_cut_out);
+			   uint64_t lines_cut_out[2]);
 void targets_free(struct target_set *ts);
 
 #endif /* RECORD_TARGETS_H */

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "bpfpy.h"
+#include "code_cache.h"
 #include "privilege.h"
 #include "proc.h"
 
@@ -132,10 +133,29 @@ int bpf_loader_attach_cpus(struct bpf_program *prog, struct perf_event_attr *att
 	return attached;
 }
 
-int bpf_loader_code_name(void *map_fd, uint32_t pid, uint64_t addr, uint32_t fingerprint,
-			 struct code_name *out)
-{
-	struct code_name_key k = {.pid = pid, .fingerprint = fingerprint, .code = addr};
+struct chunk_ctx {
+	int tables_fd;
+	struct code_table_key k;
+};
 
-	return bpf_map_lookup_elem(*(int *)map_fd, &k, out) ? -1 : 0;
+static int chunk_lookup(void *ctx, uint32_t i, struct code_table_chunk *buf)
+{
+	struct chunk_ctx *c = ctx;
+
+	c->k.chunk = i;
+	return bpf_map_lookup_elem(c->tables_fd, &c->k, buf) ? -1 : 0;
+}
+
+int bpf_loader_code_name(void *maps, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			 struct code_copy *out)
+{
+	struct chunk_ctx c = {
+	    .tables_fd = ((const struct code_name_maps *)maps)->tables_fd,
+	    .k = {.name = {.pid = pid, .fingerprint = fingerprint, .code = addr}}};
+
+	if (bpf_map_lookup_elem(((const struct code_name_maps *)maps)->names_fd, &c.k.name,
+				&out->n))
+		return -1;
+	code_copy_gather(out, chunk_lookup, &c);
+	return 0;
 }

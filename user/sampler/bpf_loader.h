@@ -49,14 +49,20 @@ int bpf_loader_attach_cpus(struct bpf_program *prog, struct perf_event_attr *att
 			   int ncpus, int *pfd, struct bpf_link **links, struct diag *d);
 
 /*
- * The names the kernel copied on a code object's first sight (code_names,
- * bpf/py_sample.bpf.h), for code_cache_set_names(): ctx points to the
- * map's fd. Every program that includes py_sample.bpf.h fills the map, so
- * a frame whose code object died before user space read it keeps its name.
- * Returns 0 when found, -1 when not.
+ * The names the kernel copied on a code object's first sight (code_names
+ * and the line table's chunks in code_tables, bpf/py_sample.bpf.h), for
+ * code_cache_set_names(): ctx points to a struct code_name_maps. Every
+ * program that includes py_sample.bpf.h fills the maps, so a frame whose
+ * code object died before user space read it keeps its name and lines.
+ * Returns 0 when found (a chunk gone from its map cuts the table there),
+ * -1 when not.
  */
-struct code_name;
-int bpf_loader_code_name(void *map_fd, uint32_t pid, uint64_t addr, uint32_t fingerprint,
-			 struct code_name *out);
+struct code_name_maps {
+	int names_fd;  /* code_names */
+	int tables_fd; /* code_tables */
+};
+struct code_copy;
+int bpf_loader_code_name(void *maps, uint32_t pid, uint64_t addr, uint32_t fingerprint,
+			 struct code_copy *out);
 
 #endif /* BPF_LOADER_H */

@@ -33,10 +33,11 @@ struct bpf_sampler {
 	struct bpf_link *iter_link;
 	struct bpf_link *exec_link; /* bpf/exec_watch.bpf.h */
 	struct bpf_link *fork_link; /* same, targets_grow only */
-	int configs_fd, counters_fd, execed_fd, names_fd;
-	int tstates_fd;		 /* tstate_cache: tid -> thread state hints */
-	int new_fd, new_lost_fd; /* targets_grow: bpf/exec_watch.bpf.h new_pids */
-	pid_t only_pid;		 /* wall clock: iterate this process's threads only */
+	int configs_fd, counters_fd, execed_fd;
+	struct code_name_maps names; /* code_names, code_tables */
+	int tstates_fd;		     /* tstate_cache: tid -> thread state hints */
+	int new_fd, new_lost_fd;     /* targets_grow: bpf/exec_watch.bpf.h new_pids */
+	pid_t only_pid;		     /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
 	int ncpus;
 	int cpus[MAX_CPUS];
@@ -205,7 +206,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->configs_fd = bpf_map__fd(s->wskel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->wskel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->wskel->maps.execed);
-		s->names_fd = bpf_map__fd(s->wskel->maps.code_names);
+		s->names.names_fd = bpf_map__fd(s->wskel->maps.code_names);
+		s->names.tables_fd = bpf_map__fd(s->wskel->maps.code_tables);
 		s->tstates_fd = bpf_map__fd(s->wskel->maps.tstate_cache);
 		s->new_fd = bpf_map__fd(s->wskel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->wskel->maps.new_pids_lost);
@@ -214,7 +216,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->configs_fd = bpf_map__fd(s->skel->maps.proc_configs);
 		s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
-		s->names_fd = bpf_map__fd(s->skel->maps.code_names);
+		s->names.names_fd = bpf_map__fd(s->skel->maps.code_names);
+		s->names.tables_fd = bpf_map__fd(s->skel->maps.code_tables);
 		s->tstates_fd = bpf_map__fd(s->skel->maps.tstate_cache);
 		s->new_fd = bpf_map__fd(s->skel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->skel->maps.new_pids_lost);
@@ -340,11 +343,26 @@ static __u64 seed_name(struct bpf_sampler *s, struct mem_reader *r, const struct
 {
 	struct code_name n;
 
-	if (bpf_map_lookup_elem(s->names_fd, k, &n)) { /* not named yet */
-		/* Whole: the bytes past each length go into the map too. */
+	if (bpf_map_lookup_elem(s->names.names_fd, k, &n)) { /* not named yet */
+		struct code_table_key tk = {.name = *k};
+		struct code_table_chunk chunk;
+
+		/* Whole: the bytes past each length go into the maps too. */
 		memset(&n, 0, sizeof(n));
-		if (code_name_fill(r, &cfg->off, k->code, k->fingerprint, seed_cbuf, &n) ||
-		    bpf_map_update_elem(s->names_fd, k, &n, BPF_NOEXIST))
+		if (code_name_fill(r, &cfg->off, k->code, k->fingerprint, seed_cbuf, &n))
+			return 0;
+		/* The chunks first, as the kernel writes them (py_sample.bpf.h). */
+		for (uint32_t i = 0; i < CODE_TABLE_CHUNKS; i++) {
+			memset(&chunk, 0, sizeof(chunk));
+			if (code_name_chunk(r, &cfg->off, seed_cbuf, &n, i, chunk.bytes) <= 0)
+				break;
+			tk.chunk = i;
+			if (bpf_map_update_elem(s->names.tables_fd, &tk, &chunk, BPF_ANY)) {
+				code_name_cut(&n, i);
+				break;
+			}
+		}
+		if (bpf_map_update_elem(s->names.names_fd, k, &n, BPF_NOEXIST))
 			return 0;
 		s->seeded_names++;
 	}
@@ -521,7 +539,7 @@ void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 			if (!*slot || tid == (__u32)pid) /* the main thread wins a shared slot */
 				*slot = tstate;
 		}
-		if (ts && budget > 0 && s->names_fd >= 0) {
+		if (ts && budget > 0 && s->names.names_fd >= 0) {
 			seed_names(s, pid, r, cfg, tstate, ts, &budget, &kc);
 			seed_consts(s, pid, r, cfg, ob, ts, &budget, &kc);
 		}
@@ -625,11 +643,11 @@ int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT])
 }
 
 int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t fingerprint,
-			  struct code_name *out)
+			  struct code_copy *out)
 {
 	struct bpf_sampler *s = sampler;
 
-	return bpf_loader_code_name(&s->names_fd, pid, addr, fingerprint, out);
+	return bpf_loader_code_name(&s->names, pid, addr, fingerprint, out);
 }
 
 uint64_t bpf_sampler_seeded_names(const struct bpf_sampler *s)

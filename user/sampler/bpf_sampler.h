@@ -97,8 +97,9 @@ int bpf_sampler_counters(struct bpf_sampler *s, uint64_t out[CNT__COUNT]);
 /* The kernel's copy of the names of code object addr as first sampled in
  * pid under fingerprint (bpfpy.h, code_names): 0 and *out filled, or -1.
  * Shaped as a code_names_fn (code_cache.h), with the sampler as ctx. */
+struct code_copy;
 int bpf_sampler_code_name(void *sampler, uint32_t pid, uint64_t addr, uint32_t fingerprint,
-			  struct code_name *out);
+			  struct code_copy *out);
 /* Code objects bpf_sampler_seed() named so far (so the kernel did not). */
 uint64_t bpf_sampler_seeded_names(const struct bpf_sampler *s);
 /* The clock's actual base period and the keep probability. */

@@ -660,7 +660,8 @@ int cmd_trace(int argc, char **argv)
 	struct diag d = {0};
 	char ec[64], ev[64];
 	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
-	int ret = EXIT_OK, names_fd = -1;
+	int ret = EXIT_OK;
+	struct code_name_maps names = {-1, -1};
 
 	if (launch_split_argv(&argc, argv, &o.cmd, "trace"))
 		return EXIT_USAGE;
@@ -736,8 +737,9 @@ int cmd_trace(int argc, char **argv)
 	/* A hit's code object may be gone (or the process exited) by the
 	 * time its record is drained: the tracer copied the names on first
 	 * sight, as record's sampler does. */
-	names_fd = bpf_map__fd(skel->maps.code_names);
-	code_cache_set_names(c.cache, bpf_loader_code_name, &names_fd, (uint32_t)proc.pid);
+	names.names_fd = bpf_map__fd(skel->maps.code_names);
+	names.tables_fd = bpf_map__fd(skel->maps.code_tables);
+	code_cache_set_names(c.cache, bpf_loader_code_name, &names, (uint32_t)proc.pid);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &c, NULL);
 	if (!rb) {
 		diag_errno(&d, errno, "cannot set up the BPF ring buffer");
