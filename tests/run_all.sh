@@ -6,7 +6,8 @@
 # A test script exits 0 (pass), 77 (skip, with its reason on stdout), else fail.
 # ONLY=NAME runs tests/integration/test_NAME.sh alone (a glob: ONLY='o*';
 # several, separated by spaces: ONLY='record trace'); an ONLY that names no
-# script fails (exit 2) rather than pass on no test.
+# script fails (exit 2) rather than pass on no test. KEEP_TMP=1 keeps the
+# temporary directory of a script that fails (its log says "kept DIR").
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build}

@@ -21,7 +21,12 @@ export PYTHONDONTWRITEBYTECODE=1
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	rm -rf "$TMP"
+	# KEEP_TMP=1 keeps the files of a failing run for a post-mortem.
+	if [[ -n ${KEEP_TMP:-} && $fails != 0 ]]; then
+		echo "kept $TMP"
+	else
+		rm -rf "$TMP"
+	fi
 }
 trap cleanup EXIT
 fails=0
