@@ -357,14 +357,24 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 	int chrooted = strcmp(py->root, "/") != 0, fd;
 	uint64_t zero = 0;
 
+	sigset_t held;
+
 	memset(t, 0, sizeof(*t));
-	if (fmt_path(tmpl, sizeof(tmpl), "%s/tmp/bpfpy-oracle.XXXXXX", chrooted ? py->root : "") ||
-	    !mkdtemp(tmpl))
+	if (fmt_path(tmpl, sizeof(tmpl), "%s/tmp/bpfpy-oracle.XXXXXX", chrooted ? py->root : ""))
 		return diag_errno(d, errno, "cannot create a directory like %s", tmpl);
-	chmod(tmpl, 0755);
+	/* A signal that ends us kills the target and removes the directory:
+	 * held from its creation until it is tracked, or it would stay. */
+	signals_block(&held);
+	if (!mkdtemp(tmpl)) {
+		int err = errno;
+
+		signals_restore(&held);
+		return diag_errno(d, err, "cannot create a directory like %s", tmpl);
+	}
 	snprintf(t->tmpdir, sizeof(t->tmpdir), "%s", tmpl);
-	/* A signal that ends us kills the target and removes the directory. */
 	signals_track_path(t->tmpdir, 1);
+	signals_restore(&held);
+	chmod(tmpl, 0755);
 	(void)fmt_path(t->progress_path, sizeof(t->progress_path), "%s/progress", tmpl);
 	(void)fmt_path(t->truth_path, sizeof(t->truth_path), "%s/truth.json", tmpl);
 	(void)fmt_path(t->log_path, sizeof(t->log_path), "%s/log", tmpl);

@@ -182,6 +182,7 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
 	struct stat st;
+	sigset_t held;
 	int fd = -1;
 
 	memset(of, 0, sizeof(*of));
@@ -216,7 +217,10 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 		return diag_errno(d, ENOMEM, "output %s", path);
 	}
 	/* A hidden name in the same directory, so the final rename is atomic
-	 * and a crash leaves nothing that looks like a profile. */
+	 * and a crash leaves nothing that looks like a profile. A signal that
+	 * ends us removes it: held from its creation until it is tracked (CI:
+	 * a SIGQUIT at once left one behind). */
+	signals_block(&held);
 	for (int tries = 0; tries < 100 && fd < 0; tries++) {
 		uint32_t r = 0;
 
@@ -227,6 +231,9 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
+	if (fd >= 0)
+		signals_track_path(of->tmp, 0);
+	signals_restore(&held);
 	if (fd < 0) {
 		int err = errno;
 
@@ -244,7 +251,6 @@ int out_file_open(struct out_file *of, const char *path, int force, struct diag 
 		return path_error(d, err, "cannot create", path);
 	}
 	of->force = force;
-	signals_track_path(of->tmp, 0); /* a signal that ends us removes it */
 	return 0;
 }
 
