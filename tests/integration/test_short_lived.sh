@@ -14,9 +14,9 @@
 # line table of 1.6-5 KB, the hot loop at its end) once per object for 2 s
 # under `record -- CMD`; on every interpreter the frames of gen_module.py
 # are named <module>, none has line -1 or a line the file does not have,
-# and 80% or more sit on the loop's lines, which the script prints (the
-# rest: the filler lines before the loop). Before the kernel copied the
-# whole table (up to CODE_TABLE_LIMIT), 3-45% of them had line -1 and a
+# and 80% or more sit on the loop's two lines, which the script prints
+# (the rest: the filler lines before the loop). Before the kernel copied the
+# whole table (up to CODE_TABLE_LIMIT), 3-46% of them had line -1 and a
 # few had lines past the file's end, read from freed tables.
 . "$(dirname "$0")/lib.sh"
 use_bpfpy
