@@ -109,6 +109,54 @@ struct py_offsets {
  * task's PID links for it (a cold cache line, about 0.4 us a sample under
  * record -a). Unset: they are read. */
 #define PROC_INITIAL_PID_NS (1u << 0)
+/* record --async: after the frames, capture the thread's running asyncio
+ * task (bpf/task_walker.h) into a struct task_rec. */
+#define PROC_ASYNC (1u << 1)
+
+/*
+ * What the kernel needs to find a thread's running asyncio task
+ * (bpf/task_walker.h), from user/python/py_asyncio.c. All zero unless
+ * PROC_ASYNC. 3.14+: the thread state names it (tstate_running_task).
+ * 3.11-3.13: the asyncio module's current-tasks dict {loop: task} at
+ * current_tasks; its entries are scanned and the task whose coroutine's
+ * frame is one of the thread's generator frames is the running one.
+ */
+/*
+ * Coroutines and generators, for coro_step() in bpf/task_walker.h: where their frame and
+ * frame state sit, which states mean "suspended in an await", and how to
+ * find the awaited object on the suspended frame's value stack.
+ */
+struct coro_layout {
+	__u16 gen_iframe;      /* PyGenObject.gi_iframe */
+	__u16 gen_frame_state; /* PyGenObject.gi_frame_state (int8) */
+	__u16 frame_code;      /* _PyInterpreterFrame f_executable (f_code) */
+	__u16 frame_instr;     /* instr_ptr / prev_instr */
+	/* The value stack's top: 3.11-3.13 an int count of slots from
+	 * localsplus (stacktop); 3.14+ a pointer (stackpointer). */
+	__u16 frame_stack;
+	__u16 frame_localsplus;
+	__u8 stack_is_pointer;
+	__u8 await_slot;      /* the awaited object is this many slots below the top */
+	__s8 state_awaiting;  /* gi_frame_state of a frame suspended in an await */
+	__s8 state_awaiting2; /* another such state (3.15: ..._LOCKED), else = the first */
+	__u64 ref_mask;	      /* ~3 where stack slots and f_executable are tagged, else ~0 */
+};
+
+#define TASK_SCAN_MAX 8	 /* current-tasks entries looked at (3.11-3.13) */
+#define TASK_NAME_RAW 64 /* bytes of the task's name object copied */
+struct async_config {
+	__u64 current_tasks;	   /* 3.11-3.13: the dict; 0 on 3.14+ */
+	__u16 tstate_running_task; /* 3.14+: _PyThreadStateImpl.asyncio_running_task */
+	__u16 task_coro;
+	__u16 task_name;
+	__u16 gen_iframe;	     /* PyGenObject.gi_iframe: the coroutine's frame */
+	__u16 dict_keys;	     /* PyDictObject.ma_keys */
+	__u16 keys_log2_index_bytes; /* PyDictKeysObject.dk_log2_index_bytes (a byte) */
+	__u16 keys_nentries;	     /* dk_nentries */
+	__u16 keys_indices;	     /* dk_indices */
+	__u8 gen_owner;		     /* _PyInterpreterFrame.owner of a generator's frame */
+	__u8 pad[7];
+};
 
 /* Per traced process. Keyed by host tgid in the BPF map proc_configs. */
 struct proc_config {
@@ -142,6 +190,7 @@ struct proc_config {
 	 * map because this value is read by every sample anyway, and a cold
 	 * lookup in a 65536-entry map cost about 1.2 us. */
 	__u64 tstates[PROC_TSTATE_SLOTS];
+	struct async_config async;
 };
 
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
@@ -277,7 +326,36 @@ struct sample_hdr {
 	__u16 nkernel;
 	__u32 native_flags; /* NATIVE_* below */
 	__u8 offcpu_reason; /* enum offcpu_reason, see weight_ns */
-	__u8 pad2[7];
+	/* record --async: TASK_REC_PRESENT when a struct task_rec follows the
+	 * native and kernel addresses (the record's very end). */
+	__u8 task_flags;
+	__u8 pad2[6];
+};
+
+#define TASK_REC_PRESENT (1u << 0)
+
+/* task_rec.flags */
+#define TASK_AT_FRAME  (1u << 0) /* frame_idx is the task coroutine's frame */
+#define TASK_NAME_READ (1u << 1) /* name_raw holds the name object's first bytes */
+#define TASK_SCAN_CUT  (1u << 2) /* 3.11-3.13: more current tasks than TASK_SCAN_MAX */
+#define TASK_NOT_FOUND (1u << 3) /* 3.11-3.13: a loop runs a task, none of this thread's */
+
+/*
+ * The running task of the sampled thread, as the kernel read it at the
+ * sample (bpf/task_walker.h): which task, its coroutine, the first bytes
+ * of its name object, header included (a str, or an int on 3.12+ where
+ * unnamed tasks keep their number; user space decodes it), and where in frames[] its
+ * coroutine's frame is: frames[0..frame_idx] ran in the task, the rest is
+ * the event loop. task 0 with the record present: the thread's loop runs
+ * no task now (between callbacks, or a plain callback).
+ */
+struct task_rec {
+	__u64 task;
+	__u64 coro;
+	__u16 frame_idx;
+	__u8 flags; /* TASK_* above */
+	__u8 pad[5];
+	__u8 name_raw[TASK_NAME_RAW];
 };
 
 /* sample_hdr.native_flags */
@@ -373,6 +451,8 @@ struct sample_buf {
 	/* Room for the native and kernel addresses, which follow frames[nframes]
 	 * directly (so they start inside frames[] when the stack is short). */
 	__u64 native_room[NATIVE_MAX_DEPTH + KERNEL_MAX_DEPTH];
+	/* record --async: the struct task_rec after all of them. */
+	__u8 task_room[sizeof(struct task_rec)];
 };
 
 /* The steps of an in-kernel sample that record --phases times apart. */
@@ -397,7 +477,11 @@ enum counter {
 	CNT_FRAMES,    /* frames walked, for per-frame cost */
 	CNT_COST_NS,   /* total in-kernel ns spent on kept ticks */
 	CNT_NAMED,     /* code objects named into code_names */
-	CNT_ERR_BASE,  /* + enum walk_error: failed walks by cause */
+	/* record --async (bpf/task_walker.h), per sample with PROC_ASYNC: */
+	CNT_TASK_FOUND, /* a running task captured */
+	CNT_TASK_NONE,	/* no running task (the loop between tasks, no loop) */
+	CNT_TASK_CUT,	/* 3.11-3.13: current tasks past TASK_SCAN_MAX not looked at */
+	CNT_ERR_BASE,	/* + enum walk_error: failed walks by cause */
 	/* + enum cost_phase: ns per step, only with record --phases */
 	CNT_PHASE_BASE = CNT_ERR_BASE + WALK_ERR__COUNT,
 	CNT__COUNT = CNT_PHASE_BASE + PHASE__COUNT,

@@ -50,6 +50,9 @@
 #define WALK_SPAN_FIRST 512
 /* Code objects already fingerprinted in this walk, by address. */
 #define WALK_MEMO_SIZE 16
+/* Generator-owned frames a walk remembers (record --async): the rootmost
+ * ones, where a task's coroutine frame sits, see walk_state.gen_frame. */
+#define WALK_GEN 4
 /* Frames whose code object this walk read anew, at most: see fresh_at. */
 #define WALK_FRESH 64
 _Static_assert(WALK_MEMO_SIZE == 16, "walk_memo_slot() takes the top 4 bits of a hash");
@@ -145,7 +148,15 @@ struct walk_state {
 	__u32 bottom_off;
 	__u32 bottom_mask;
 	__u32 span_max; /* bytes the next page copy may take, see walk_fill() */
-	__u32 pad;
+	/* record --async: the addresses of the last WALK_GEN frames written
+	 * whose owner is gen_owner (a generator or coroutine: 0xff when not
+	 * asked), and their indexes in out[], in slot ngen % WALK_GEN. Last
+	 * written is rootmost: a running task's coroutine frame is the
+	 * rootmost generator frame above the event loop's. */
+	__u32 gen_owner;
+	__u32 ngen;
+	__u64 gen_frame[WALK_GEN];
+	__u32 gen_idx[WALK_GEN];
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -240,6 +251,7 @@ WALK_INLINE void walk_hide(struct walk_state *w)
 	w->n = (__u32)v[6];
 	w->visited = (__u32)(v[6] >> 32);
 	/* The zero the rest start from. */
+	w->ngen = (__u32)v[7];
 	w->err = (__u8)v[7];
 	w->truncated = (__u8)v[7];
 	w->done = (__u8)v[7];
@@ -283,6 +295,8 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
 	w->bottom_ok = 1;
 	w->span_max = WALK_SPAN_FIRST;
+	w->ngen = 0;
+	w->gen_owner = (w->cfg->flags & PROC_ASYNC) ? w->cfg->async.gen_owner : 0xff;
 #ifdef __VMLINUX_H__
 	walk_hide(w);
 #endif
@@ -523,6 +537,13 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		rec->instr |= (__s32)FRAME_INSTR_ENTRY;
 	rec->fingerprint = fp;
 	w->n = n + 1;
+	if (owner == w->gen_owner) {
+		__u32 g = w->ngen & (WALK_GEN - 1);
+
+		w->gen_frame[g] = frame;
+		w->gen_idx[g] = n;
+		w->ngen++;
+	}
 	return 0;
 }
 

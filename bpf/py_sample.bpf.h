@@ -11,6 +11,7 @@
 
 #include "bpfpy.h"
 #include "code_name.h"
+#include "task_walker.h"
 
 /* The includer's slot in the per-CPU scratch array, so that programs that
  * can nest on one CPU (a tick interrupting a uprobe) never share a buffer. */
@@ -391,9 +392,26 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	native_append(q, sc, n);
 #endif
 	t = phase_end(PHASE_NATIVE, t);
-	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
 	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec) +
 	       ((__u64)h->nnative + h->nkernel) * sizeof(__u64);
+	h->task_flags = 0;
+	if ((q->cfg->flags & PROC_ASYNC) && tstate && !err &&
+	    size <= sizeof(struct sample_buf) - sizeof(struct task_rec)) {
+		/* After everything else, so that readers that know no task
+		 * record find the rest where it always is. */
+		struct task_rec *tr = (struct task_rec *)((__u8 *)&sc->buf + (size & 0xffff));
+
+		if ((size & 0xffff) + sizeof(*tr) <= sizeof(struct sample_buf)) {
+			count_add(task_capture(q->reader, q->cfg, &w, tstate, tr) ? CNT_TASK_FOUND
+										  : CNT_TASK_NONE,
+				  1);
+			if (tr->flags & TASK_SCAN_CUT)
+				count_add(CNT_TASK_CUT, 1);
+			h->task_flags = TASK_REC_PRESENT;
+			size += sizeof(*tr);
+		}
+	}
+	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);
 	ret = SAMPLE_OUTPUT(q, &sc->buf, size);

@@ -694,6 +694,35 @@ static int obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
 	return 0;
 }
 
+/*
+ * What asyncio needs of 3.14+ from the debug offsets: generators, the
+ * frame's stack pointer and locals, sets and lists. py_async_offsets()
+ * adds the task layout from the _asyncio module's own section and sets
+ * the model; 3.13 carries none of these and takes its measured row.
+ */
+static int async_from_debug(const struct dparse *p0, struct py_async *a)
+{
+	struct dparse p = *p0;
+
+	memset(a, 0, sizeof(*a));
+	if (slot_of(p.L, "gen_object", "gi_iframe") < 0 ||
+	    slot_of(p.L, "interpreter_frame", "stackpointer") < 0 ||
+	    slot_of(p.L, "set_object", "table") < 0)
+		return 0;
+	F16("gen_object", "gi_iframe", 8, a->coro.gen_iframe);
+	F16("gen_object", "gi_frame_state", 1, a->coro.gen_frame_state);
+	F16("interpreter_frame", "executable", 8, a->coro.frame_code);
+	F16("interpreter_frame", "instr_ptr", 8, a->coro.frame_instr);
+	F16("interpreter_frame", "stackpointer", 8, a->coro.frame_stack);
+	F16("interpreter_frame", "localsplus", 8, a->coro.frame_localsplus);
+	F16("set_object", "mask", 8, a->set_mask);
+	F16("set_object", "table", 8, a->set_table);
+	F16("list_object", "ob_size", 8, a->list_size);
+	F16("list_object", "ob_item", 8, a->list_items);
+	a->coro.stack_is_pointer = 1;
+	return 0;
+}
+
 int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, struct py_extra *x,
 			  struct diag *d)
 {
@@ -838,6 +867,8 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 
 	if (obj_from_debug(&p, &x->obj))
 		return -1;
+	if (async_from_debug(&p, &x->async))
+		return -1;
 	read_sizes(o, x->frame_size);
 	/* The walker reads a frame and a code object into fixed buffers with
 	 * masked offsets: a field beyond them cannot be read at all. */
@@ -886,4 +917,179 @@ const char *py_native_eval_name(size_t i)
 {
 	return i < sizeof(eval_functions) / sizeof(eval_functions[0]) ? eval_functions[i].name
 								      : NULL;
+}
+
+/*
+ * asyncio, 3.11-3.13: measured with pahole on the pyenv builds (TaskObj in
+ * the _asyncio module's DWARF; PyGenObject, _PyInterpreterFrame, PySetObject
+ * in libpython's): scripts/measure_offsets.sh, checked by
+ * tests/unit/test_py_offsets.c. fut_waiter is the field right before coro
+ * in every TaskObj from 3.11 to 3.15. Frame states from
+ * Include/internal/pycore_frame.h: 3.11 has no SUSPENDED_YIELD_FROM, a
+ * coroutine suspends only in an await and is then FRAME_SUSPENDED (-1);
+ * 3.12-3.14 FRAME_SUSPENDED_YIELD_FROM is -1; 3.15 renumbered them (2, and
+ * 3 while another thread sends into it). The awaited object is the top of
+ * the suspended frame's stack (_PyGen_yf), one slot below the stack
+ * pointer up to 3.14, two in 3.15 (gen_getyf there).
+ */
+struct async_row {
+	unsigned minor;
+	uint16_t task_size, task_state, task_coro, task_name;
+	uint16_t gen_iframe, gen_frame_state, frame_stacktop, frame_localsplus;
+};
+
+static const struct async_row async_rows[] = {
+    {11, 176, 88, 136, 144, 80, 75, 64, 72},
+    {12, 176, 88, 136, 144, 72, 67, 64, 72},
+    {13, 144, 96, 120, 128, 72, 67, 64, 72},
+};
+
+/* _Py_AsyncioModuleDebugOffsets, 3.14 and 3.15: 13 u64 in this order. */
+enum {
+	AD_TASK_SIZE,
+	AD_TASK_NAME,
+	AD_TASK_AWAITED_BY,
+	AD_TASK_IS_TASK,
+	AD_TASK_AWAITED_BY_IS_SET,
+	AD_TASK_CORO,
+	AD_TASK_NODE,
+	AD_INTERP_SIZE,
+	AD_INTERP_TASKS_HEAD,
+	AD_TSTATE_SIZE,
+	AD_TSTATE_RUNNING_LOOP,
+	AD_TSTATE_RUNNING_TASK,
+	AD_TSTATE_TASKS_HEAD,
+	AD__COUNT,
+};
+_Static_assert(AD__COUNT * 8 == PY_ASYNCIO_DEBUG_SIZE, "13 u64");
+
+static int async_from_section(uint32_t hex, const void *sec, size_t len, struct py_async *a,
+			      struct diag *d)
+{
+	uint64_t v[AD__COUNT];
+	char ver[32];
+
+	py_version_str(hex, ver, sizeof(ver));
+	if (!sec || len < PY_ASYNCIO_DEBUG_SIZE)
+		return diag_set(d, EXIT_FAIL,
+				"Python %s: .AsyncioDebug section %s (%zu bytes, %d needed)", ver,
+				sec ? "truncated" : "not found", len, PY_ASYNCIO_DEBUG_SIZE);
+	memcpy(v, sec, sizeof(v));
+	/* Each field inside its struct, the structs of plausible sizes, and
+	 * the Future header's order as the derivations below assume it. */
+	if (v[AD_TASK_SIZE] < 64 || v[AD_TASK_SIZE] > 4096 || v[AD_TSTATE_SIZE] < 128 ||
+	    v[AD_TSTATE_SIZE] > 65536 || v[AD_INTERP_SIZE] < 1024 ||
+	    v[AD_INTERP_SIZE] > (64u << 20))
+		return diag_set(d, EXIT_FAIL,
+				"Python %s: .AsyncioDebug sizes implausible (task %llu, thread "
+				"state %llu, interpreter %llu)",
+				ver, (unsigned long long)v[AD_TASK_SIZE],
+				(unsigned long long)v[AD_TSTATE_SIZE],
+				(unsigned long long)v[AD_INTERP_SIZE]);
+	for (int i = AD_TASK_NAME; i <= AD_TASK_NODE; i++)
+		if (v[i] + 8 > v[AD_TASK_SIZE] || v[i] < 16)
+			return diag_set(d, EXIT_FAIL,
+					"Python %s: .AsyncioDebug task field %d = %llu is outside "
+					"the task (%llu bytes)",
+					ver, i, (unsigned long long)v[i],
+					(unsigned long long)v[AD_TASK_SIZE]);
+	for (int i = AD_TSTATE_RUNNING_LOOP; i <= AD_TSTATE_TASKS_HEAD; i++)
+		if (v[i] + 16 > v[AD_TSTATE_SIZE] || v[i] > UINT16_MAX)
+			return diag_set(d, EXIT_FAIL,
+					"Python %s: .AsyncioDebug thread-state field %d = %llu is "
+					"outside the thread state (%llu bytes)",
+					ver, i, (unsigned long long)v[i],
+					(unsigned long long)v[AD_TSTATE_SIZE]);
+	if (v[AD_INTERP_TASKS_HEAD] + 16 > v[AD_INTERP_SIZE])
+		return diag_set(d, EXIT_FAIL,
+				"Python %s: .AsyncioDebug interpreter tasks head %llu is outside "
+				"the interpreter state",
+				ver, (unsigned long long)v[AD_INTERP_TASKS_HEAD]);
+	/* fut_state sits right before is_task, after awaited_by. */
+	if (v[AD_TASK_IS_TASK] != v[AD_TASK_AWAITED_BY] + 12)
+		return diag_set(d, EXIT_UNSUPPORTED,
+				"Python %s: .AsyncioDebug task_is_task = %llu, expected "
+				"awaited_by + 12: the Future layout changed, its state unknown",
+				ver, (unsigned long long)v[AD_TASK_IS_TASK]);
+	a->task_size = (uint16_t)v[AD_TASK_SIZE];
+	a->task_name = (uint16_t)v[AD_TASK_NAME];
+	a->task_awaited_by = (uint16_t)v[AD_TASK_AWAITED_BY];
+	a->task_is_task = (uint16_t)v[AD_TASK_IS_TASK];
+	a->task_awaited_by_is_set = (uint16_t)v[AD_TASK_AWAITED_BY_IS_SET];
+	a->task_coro = (uint16_t)v[AD_TASK_CORO];
+	a->task_node = (uint16_t)v[AD_TASK_NODE];
+	a->task_state = (uint16_t)(v[AD_TASK_IS_TASK] - 4);
+	a->task_fut_waiter = (uint16_t)(v[AD_TASK_CORO] - 8);
+	a->interp_tasks_head = (uint32_t)v[AD_INTERP_TASKS_HEAD];
+	a->tstate_running_loop = (uint32_t)v[AD_TSTATE_RUNNING_LOOP];
+	a->tstate_running_task = (uint32_t)v[AD_TSTATE_RUNNING_TASK];
+	a->tstate_tasks_head = (uint32_t)v[AD_TSTATE_TASKS_HEAD];
+	return 0;
+}
+
+int py_async_offsets(const struct py_offsets *o, const void *sec, size_t len, struct py_extra *x,
+		     struct diag *d)
+{
+	struct py_async *a = &x->async;
+	uint32_t hex = o->version_hex;
+	char ver[32];
+
+	py_version_str(hex, ver, sizeof(ver));
+	if (!py_at_least(hex, 11))
+		return diag_set(d, EXIT_USAGE,
+				"Python %s: --async needs CPython 3.11 or later (asyncio's C tasks "
+				"keep no coroutine frame bpfpy can follow before 3.11)",
+				ver);
+	a->gen_owner = 1; /* FRAME_OWNED_BY_GENERATOR, 3.11 to 3.15 */
+	a->weakref_object = 16;
+	a->coro.ref_mask = ~0ULL;
+	a->coro.await_slot = 1;
+	if (py_at_least(hex, 14)) {
+		if (!a->coro.gen_iframe)
+			return diag_set(d, EXIT_FAIL,
+					"Python %s: _Py_DebugOffsets lack the generator fields",
+					ver);
+		if (async_from_section(hex, sec, len, a, d))
+			return -1;
+		a->coro.ref_mask = ~3ULL; /* _PyStackRef tag bits */
+		if (py_at_least(hex, 15)) {
+			a->coro.await_slot = 2;
+			a->coro.state_awaiting = 2;
+			a->coro.state_awaiting2 = 3;
+		} else {
+			a->coro.state_awaiting = -1;
+			a->coro.state_awaiting2 = -1;
+		}
+		a->model = PY_ASYNC_DEBUG;
+		return 0;
+	}
+	for (size_t i = 0; i < NG(async_rows); i++) {
+		const struct async_row *r = &async_rows[i];
+
+		if (r->minor != PY_MINOR(hex))
+			continue;
+		a->task_size = r->task_size;
+		a->task_state = r->task_state;
+		a->task_coro = r->task_coro;
+		a->task_fut_waiter = (uint16_t)(r->task_coro - 8);
+		a->task_name = r->task_name;
+		a->coro.gen_iframe = r->gen_iframe;
+		a->coro.gen_frame_state = r->gen_frame_state;
+		a->coro.frame_stack = r->frame_stacktop;
+		a->coro.frame_localsplus = r->frame_localsplus;
+		a->coro.frame_code = o->frame_code;
+		a->coro.frame_instr = o->frame_instr;
+		a->coro.stack_is_pointer = 0;
+		a->coro.state_awaiting = -1;
+		a->coro.state_awaiting2 = -1;
+		/* PySetObject (3.11-3.13): fill, used, mask, table after the
+		 * object header; PyListObject: ob_size, ob_item. */
+		a->set_mask = 32;
+		a->set_table = 40;
+		a->list_size = 16;
+		a->list_items = 24;
+		a->model = PY_ASYNC_SETS;
+		return 0;
+	}
+	return diag_set(d, EXIT_UNSUPPORTED, "Python %s: asyncio layout unknown", ver);
 }

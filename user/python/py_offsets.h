@@ -238,6 +238,65 @@ struct py_objlayout {
 };
 
 /*
+ * asyncio (record --async, dump --async: user/python/py_asyncio.c and
+ * bpf/task_walker.h). Two models:
+ *   PY_ASYNC_SETS  3.11-3.13: tasks are found through the asyncio.tasks
+ *                  module's sets (the _all_tasks WeakSet on 3.11,
+ *                  _scheduled_tasks and _eager_tasks on 3.12/3.13), the
+ *                  running ones through its _current_tasks dict, and who
+ *                  awaits whom through each task's fut_waiter.
+ *   PY_ASYNC_DEBUG 3.14+: the _asyncio module describes itself in its
+ *                  .AsyncioDebug section (py_async_from_section): per-thread
+ *                  task lists and running task, each task's awaited_by.
+ * The C TaskObj layout of 3.11-3.13 is measured with pahole on the pyenv
+ * builds (scripts/measure_offsets.sh, "async." keys of
+ * tests/data/pahole_offsets.txt). Offsets a version lacks are 0.
+ */
+enum py_async_model {
+	PY_ASYNC_NONE = 0, /* <= 3.10, or not described */
+	PY_ASYNC_SETS,
+	PY_ASYNC_DEBUG,
+};
+
+/* fut_state in every version: PENDING, CANCELLED, FINISHED. */
+#define PY_FUT_PENDING	 0
+#define PY_FUT_CANCELLED 1
+#define PY_FUT_FINISHED	 2
+
+struct py_async {
+	uint8_t model;	   /* enum py_async_model */
+	uint8_t gen_owner; /* _PyInterpreterFrame.owner of a generator's frame */
+	uint16_t task_size;
+	uint16_t task_state, task_fut_waiter, task_coro, task_name;
+	uint16_t task_awaited_by, task_is_task, task_awaited_by_is_set, task_node; /* 3.14+ */
+	uint32_t tstate_running_loop, tstate_running_task, tstate_tasks_head;	   /* 3.14+ */
+	uint32_t interp_tasks_head;						   /* 3.14+ */
+	/* PySetObject (mask, table; entries are (key, hash), 16 bytes), a
+	 * list's size and items, a weakref's referent. */
+	uint16_t set_mask, set_table;
+	uint16_t list_size, list_items;
+	uint16_t weakref_object;
+	uint16_t pad;
+	struct coro_layout coro;
+};
+
+struct py_extra;
+
+/* Bytes of _Py_AsyncioModuleDebugOffsets: 13 u64, in 3.14 and 3.15. */
+#define PY_ASYNCIO_DEBUG_SIZE 104
+
+/*
+ * Fill x->async for o's version: 3.11-3.13 from the measured tables, 3.14+
+ * from sec, the len bytes of the .AsyncioDebug section (in the _asyncio
+ * module's file on 3.14, in the interpreter's on 3.15), on top of what
+ * py_offsets_from_debug() left in x (generator and frame fields). Returns
+ * 0, or -1 with d set: exit 2 (EXIT_USAGE) naming the version for <= 3.10,
+ * EXIT_FAIL for a section that is missing, short or implausible.
+ */
+int py_async_offsets(const struct py_offsets *o, const void *sec, size_t len, struct py_extra *x,
+		     struct diag *d);
+
+/*
  * What the walker does not need but the caller does: where the GIL state
  * lives (for proc_config.gil_locked_addr / gil_holder_addr, see
  * py_gil_addrs()), and a few sizes for sanity checks of target memory.
@@ -261,6 +320,8 @@ struct py_extra {
 	/* Objects, for threading names (obj.keys_model 0 when unknown) and
 	 * code constants (obj.code_consts 0 when unknown). */
 	struct py_objlayout obj;
+	/* asyncio: only after py_async_offsets() (model 0 before). */
+	struct py_async async;
 };
 
 /*

@@ -19,8 +19,6 @@
 #include "pystr.h"
 
 /* Interpreters followed to find the main one (the list's last). */
-#define MAX_INTERPS 64
-
 static int read_ptr(struct mem_reader *r, uint64_t addr, uint64_t *out)
 {
 	return mem_read(r, out, sizeof(*out), addr);
@@ -46,17 +44,10 @@ static uint64_t find_active(struct py_process *p, struct py_tnames *t)
 	const struct py_offsets *o = &p->cfg.off;
 	struct mem_reader *r = &p->mem;
 	static const char *const tname[] = {"threading"}, *const aname[] = {"_active"};
-	uint64_t interp = 0, next, modules, mod, md, active, keys, nentries;
+	uint64_t modules, mod, md, active, keys, nentries;
 	int stamped, found;
 
-	if (read_ptr(r, p->cfg.runtime_addr + o->runtime_interpreters_head, &next))
-		return 0;
-	for (int i = 0; next && i < MAX_INTERPS; i++) {
-		interp = next;
-		if (read_ptr(r, interp + o->interp_next, &next))
-			return 0;
-	}
-	if (!interp || next || read_ptr(r, interp + L->interp_modules, &modules))
+	if (!(modules = pyobj_main_modules(r, o, L, p->cfg.runtime_addr)))
 		return 0;
 	stamped = !modules_stamp(r, L, modules, &keys, &nentries);
 	if (stamped && t->miss_keys == keys && t->miss_nentries == nentries)

@@ -517,3 +517,23 @@ int pylong_read_u64(struct mem_reader *r, const struct py_objlayout *L, uint64_t
 	*out = v;
 	return 0;
 }
+
+/* Interpreters followed at most to the main one, the list's last. */
+#define PYOBJ_MAX_INTERPS 64
+
+uint64_t pyobj_main_modules(struct mem_reader *r, const struct py_offsets *o,
+			    const struct py_objlayout *L, uint64_t runtime_addr)
+{
+	uint64_t interp = 0, next = 0, modules = 0;
+
+	if (mem_read(r, &next, sizeof(next), runtime_addr + o->runtime_interpreters_head))
+		return 0;
+	for (int i = 0; next && i < PYOBJ_MAX_INTERPS; i++) {
+		interp = next;
+		if (mem_read(r, &next, sizeof(next), interp + o->interp_next))
+			return 0;
+	}
+	if (!interp || next || mem_read(r, &modules, sizeof(modules), interp + L->interp_modules))
+		return 0;
+	return modules;
+}

@@ -96,6 +96,11 @@ int pyobj_attrs(struct mem_reader *r, const struct py_offsets *o, const struct p
 		struct pyobj_memo *memo, uint64_t obj, const char *const *names, uint64_t *vals,
 		size_t n);
 
+/* sys.modules of the main interpreter (the last of the interpreter list)
+ * of the runtime at runtime_addr, or 0 when unreadable. */
+uint64_t pyobj_main_modules(struct mem_reader *r, const struct py_offsets *o,
+			    const struct py_objlayout *L, uint64_t runtime_addr);
+
 /* The int object at addr, when it is in [0, 2^64): 0 with *out set, or -1
  * (unreadable, negative, or more than 64 bits). */
 int pylong_read_u64(struct mem_reader *r, const struct py_objlayout *L, uint64_t addr,

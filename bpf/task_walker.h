@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio tasks, read with the frame walker's primitive (WALK_READ), so
+ * that the kernel (bpf/py_sample.bpf.h, at the sample) and user space
+ * (user/python/py_asyncio.c: dump --async, record's await chains, tests
+ * over memory images) follow one piece of code.
+ *
+ * task_capture(): which task the sampled thread's event loop is running,
+ * read with the frames. 3.14+ keeps it in the thread state. 3.11-3.13 keep
+ * it only in the asyncio module's dict {loop: task}: the thread's own task
+ * is the one whose coroutine frame is among the generator frames the walk
+ * just met (walk_state.gen_frame), which tells apart the loops of several
+ * threads without knowing which loop is whose.
+ *
+ * coro_step(): one link of an await chain: a suspended coroutine's frame
+ * and the object it awaits, if it awaits another coroutine.
+ *
+ * Everything is bounded by constants and every read may fail; a failed
+ * read leaves the record without what it would have given, never a guess.
+ */
+#ifndef TASK_WALKER_H
+#define TASK_WALKER_H
+
+#include "frame_walker.h"
+
+/* The index in out[] of the frame at iframe if the walk met it among the
+ * generator frames it remembers; 0xffff otherwise. */
+WALK_INLINE __u32 task_frame_index(const struct walk_state *w, __u64 iframe)
+{
+	__u32 n = w->ngen < WALK_GEN ? w->ngen : WALK_GEN;
+
+	for (__u32 g = 0; g < WALK_GEN; g++)
+		if (g < n && iframe && w->gen_frame[g] == iframe)
+			return w->gen_idx[g] & 0xffff;
+	return 0xffff;
+}
+
+/* 3.11-3.13: the current-tasks dict's entry whose task runs on this
+ * thread. Returns the task (its coroutine in *coro), or 0. */
+WALK_INLINE __u64 task_scan_current(WALK_READER_T *r, const struct async_config *a,
+				    const struct walk_state *w, __u64 *coro, __u8 *flags)
+{
+	__u64 keys = 0, nentries = 0, entries, task, c;
+	__u8 log2_index = 0;
+	__u32 n;
+
+	*coro = 0;
+	if (walk_read_ptr(r, a->current_tasks + a->dict_keys, &keys) || !keys)
+		return 0;
+	if (WALK_READ(r, &log2_index, sizeof(log2_index), keys + a->keys_log2_index_bytes) ||
+	    walk_read_ptr(r, keys + a->keys_nentries, &nentries))
+		return 0;
+	if (log2_index > 40)
+		return 0;
+	if (nentries > TASK_SCAN_MAX)
+		*flags |= TASK_SCAN_CUT;
+	n = nentries < TASK_SCAN_MAX ? (__u32)nentries : TASK_SCAN_MAX;
+	/* General keys (a loop is no str): (hash, key, value), 24 bytes. */
+	entries = keys + a->keys_indices + (1ULL << log2_index);
+	for (__u32 i = 0; i < TASK_SCAN_MAX; i++) {
+		if (i >= n)
+			break;
+		if (walk_read_ptr(r, entries + i * 24 + 16, &task) || !task)
+			continue;
+		if (walk_read_ptr(r, task + a->task_coro, &c) || !c)
+			continue;
+		if (task_frame_index(w, c + a->gen_iframe) != 0xffff) {
+			*coro = c;
+			return task;
+		}
+	}
+	if (n)
+		*flags |= TASK_NOT_FOUND;
+	return 0;
+}
+
+/*
+ * The running task of the thread whose walk w just ended, into rec. rec
+ * is left with task 0 when the thread runs none (or its task could not be
+ * read: the counters say which). Returns 1 if a task was captured.
+ */
+WALK_INLINE int task_capture(WALK_READER_T *r, const struct proc_config *cfg,
+			     const struct walk_state *w, __u64 tstate, struct task_rec *rec)
+{
+	const struct async_config *a = &cfg->async;
+	__u64 task = 0, coro = 0, name = 0;
+	__u8 flags = 0;
+
+	rec->task = 0;
+	rec->coro = 0;
+	rec->frame_idx = 0xffff;
+	rec->flags = 0;
+	if (a->tstate_running_task) {
+		if (walk_read_ptr(r, tstate + a->tstate_running_task, &task))
+			task = 0;
+		if (task && walk_read_ptr(r, task + a->task_coro, &coro))
+			coro = 0;
+	} else if (a->current_tasks) {
+		task = task_scan_current(r, a, w, &coro, &flags);
+	}
+	rec->flags = flags;
+	if (!task)
+		return 0;
+	rec->task = task;
+	rec->coro = coro;
+	rec->frame_idx = (__u16)task_frame_index(w, coro ? coro + a->gen_iframe : 0);
+	if (rec->frame_idx != 0xffff)
+		flags |= TASK_AT_FRAME;
+	if (!walk_read_ptr(r, task + a->task_name, &name) && name &&
+	    !WALK_READ(r, rec->name_raw, TASK_NAME_RAW, name))
+		flags |= TASK_NAME_READ;
+	rec->flags = flags;
+	return 1;
+}
+
+struct coro_link {
+	__u64 code;   /* the frame's code object */
+	__u64 instr;  /* its raw instruction pointer (as frame_rec.instr before rebasing) */
+	__u64 awaits; /* the object it awaits, 0 if none or not suspended in an await */
+	__s8 state;   /* gi_frame_state */
+};
+
+/* Read the coroutine (or generator) at gen into link. Returns 0, or -1
+ * when it cannot be read. The caller decides, from the awaited object's
+ * type, whether to follow it. */
+WALK_INLINE int coro_step(WALK_READER_T *r, const struct coro_layout *L, __u64 gen,
+			  struct coro_link *link)
+{
+	__u64 frame = gen + L->gen_iframe, top = 0, slot;
+	__s8 state = 0;
+
+	link->code = 0;
+	link->instr = 0;
+	link->awaits = 0;
+	link->state = 0;
+	if (WALK_READ(r, &state, sizeof(state), gen + L->gen_frame_state) ||
+	    walk_read_ptr(r, frame + L->frame_code, &link->code) ||
+	    walk_read_ptr(r, frame + L->frame_instr, &link->instr))
+		return -1;
+	link->code &= L->ref_mask;
+	link->state = state;
+	if (state != L->state_awaiting && state != L->state_awaiting2)
+		return 0;
+	if (L->stack_is_pointer) {
+		if (walk_read_ptr(r, frame + L->frame_stack, &top))
+			return 0;
+		slot = top - (__u64)L->await_slot * 8;
+	} else {
+		__s32 count = 0;
+
+		if (WALK_READ(r, &count, sizeof(count), frame + L->frame_stack) || count < 1 ||
+		    count > 1 << 20)
+			return 0;
+		slot = frame + L->frame_localsplus + ((__u64)count - L->await_slot) * 8;
+	}
+	if (!walk_read_ptr(r, slot, &link->awaits))
+		link->awaits &= L->ref_mask;
+	return 0;
+}
+
+#endif /* TASK_WALKER_H */
