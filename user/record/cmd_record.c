@@ -20,6 +20,11 @@
 #include "native_symbols.h"
 #include "native_tables.h"
 #include "splice.h"
+#include "async_stack.h"
+
+/* Frames of a composed --async stack: what every writer takes (the root
+ * end of a longer chain is cut, counted as cut). */
+#define ASYNC_FRAMES_CAP BPFPY_MAX_DEPTH
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
@@ -65,6 +70,7 @@ struct record_opts {
 	int native, kernel;	 /* --native, --kernel */
 	int phases;		 /* --phases */
 	int cost_floor;		 /* --cost-floor */
+	int async;		 /* --async */
 };
 
 static const char doc[] =
@@ -185,6 +191,7 @@ enum {
 	OPT_KERNEL,
 	OPT_PHASES,
 	OPT_COST_FLOOR,
+	OPT_ASYNC,
 };
 
 static const struct argp_option options[] = {
@@ -224,6 +231,10 @@ static const struct argp_option options[] = {
      "Take no stacks: each kept tick only finds the process, reads 8 bytes of it and writes "
      "a record, so that 'in-kernel cost' is the floor any in-kernel sampler stands on "
      "(cpu clock; the profile is empty)",
+     0},
+    {"async", OPT_ASYNC, NULL, 0,
+     "asyncio task chains: [task NAME] frames from the running task to its root "
+     "(Python 3.11+, see below)",
      0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
@@ -318,6 +329,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_COST_FLOOR:
 		o->cost_floor = 1;
 		break;
+	case OPT_ASYNC:
+		o->async = 1;
+		break;
 	case 'q':
 		o->quiet = 1;
 		break;
@@ -349,6 +363,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if ((o->native || o->kernel) && (o->wall || o->offcpu))
 			argp_error(state, "--native and --kernel go with --clock cpu (not offcpu, "
 					  "wall, snapshot)");
+		if (o->async && (o->native || o->kernel || o->cost_floor))
+			argp_error(state, "--async does not go with --native, --kernel or "
+					  "--cost-floor");
 		if (o->cost_floor && (o->wall || o->offcpu || o->native || o->kernel || o->phases))
 			argp_error(state, "--cost-floor goes with --clock cpu alone (no --native, "
 					  "--kernel, --phases)");
@@ -386,6 +403,7 @@ struct rec_ctx {
 	struct native_syms *ns; /* --native / --kernel */
 	struct splice_scratch *sc;
 	uint64_t splice_causes[SPLICE__COUNT];
+	struct async_stats async; /* --async */
 };
 
 /* A sample of a thread still waiting for its threading name: look again
@@ -422,6 +440,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	/* An off-CPU interval's reason is its leaf frame, ahead of the stack. */
 	uint32_t leaf = h->offcpu_reason ? 1 : 0;
 	int native = c->ns && (h->nnative || h->nkernel);
+	const struct task_rec *tr = c->o->async ? async_task_rec(h, frames) : NULL;
+	uint32_t nasync = 0;
 	int unnamed = 0;
 
 	if (!t) { /* gone, or taken before an exec */
@@ -444,7 +464,21 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->dropped_gil++;
 		return 0;
 	}
-	if (leaf || native) {
+	if (tr && t->async && !t->proc)
+		tr = NULL;
+	if (tr && !t->async)
+		tr = NULL;
+	if (tr) {
+		/* --async: the task chain, named frame by frame; the reason of
+		 * an off-CPU interval stays its leaf. */
+		if (leaf)
+			c->frames[0] = (struct sym_frame){
+			    .name = offcpu_reason_frame(h->offcpu_reason), .file = ""};
+		nasync = async_compose(t, h, frames, tr, c->frames + leaf, ASYNC_FRAMES_CAP - leaf,
+				       &c->async, &unnamed);
+		if (unnamed)
+			code_cache_end_sample(t->cache);
+	} else if (leaf || native) {
 		/* Off-CPU intervals (one per context switch at most; the reason
 		 * is a leaf frame ahead of the stack) and native stacks (spliced
 		 * by their symbols) take the plain path: every frame named. */
@@ -473,6 +507,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		return 0;
 	}
 	s.nframes = h->nframes + (h->nframes ? leaf : 0);
+	if (tr)
+		s.nframes = nasync + (nasync ? leaf : 0);
 	if (native)
 		splice_record(c->ns, c->sc, h, frames, c->frames,
 			      t->proc ? t->proc->bin.version_hex : 0, &s.frames, &s.nframes,
@@ -481,7 +517,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	c->samples++;
 	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
 		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
-	if (leaf || native) {
+	if (leaf || native || tr) {
 		if (c->raw.f) /* raw carries the weight, for convert */
 			raw_stream_write(&c->raw, &s, h->weight_ns, h->offcpu_reason);
 		if (profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason))
@@ -669,6 +705,18 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		(unsigned long long)cnt[CNT_TICKS], (unsigned long long)cnt[CNT_KEPT],
 		(unsigned long long)cnt[CNT_EMITTED], (unsigned long long)cnt[CNT_LOST],
 		(unsigned long long)cnt[CNT_NO_PYTHON], (unsigned long long)cnt[CNT_TRUNCATED]);
+	if (o->async)
+		fprintf(
+		    stderr,
+		    "  async: %llu samples in a task, %llu with none running; %llu tasks not on "
+		    "the stack, %llu chains without awaiters (task not in the graph), %llu "
+		    "chains cut at a cycle or %u tasks, %llu graph reads, %llu scans cut at %d "
+		    "loops\n",
+		    (unsigned long long)c->async.with_task, (unsigned long long)c->async.no_task,
+		    (unsigned long long)c->async.not_on_stack,
+		    (unsigned long long)c->async.unresolved, (unsigned long long)c->async.cut,
+		    PY_TASK_CHAIN_MAX, (unsigned long long)c->async.graph_reads,
+		    (unsigned long long)c->async.scan_cut, TASK_SCAN_MAX);
 	for (int e = 1; e < WALK_ERR__COUNT; e++)
 		if (cnt[CNT_ERR_BASE + e])
 			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
@@ -787,6 +835,8 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 
 			targets_scan(c->ts);
 			alive = targets_reap(c->ts);
+			if (o->async)
+				async_targets_poll(c->ts);
 			if (c->ns) /* a PID seen again is another image */
 				for (int i = 0; i < c->ts->n; i++)
 					if (c->ts->t[i]->exited)
@@ -919,6 +969,7 @@ int cmd_record(int argc, char **argv)
 	ts.all = o.sel.all;
 	ts.children = o.sel.children;
 	ts.verbose = o.verbose;
+	ts.async = o.async;
 	c.frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.frames)); /* + an off-CPU reason */
 	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.offcpu == 1	       ? "offcpu"
 							  : o.wall || o.offcpu ? "wall"

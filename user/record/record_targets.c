@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "record_targets.h"
+#include "async_stack.h"
 #include "monotime.h"
 #include "proc.h"
 #include "text_escape.h"
@@ -92,8 +93,13 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		diag_errno(d, ENOMEM, "pid %d: code cache", pid);
 		goto fail;
 	}
+	if (ts->async && async_target_open(t, !ts->all, d)) {
+		code_cache_free(t->cache);
+		goto fail;
+	}
 	if (ts->sampler && bpf_sampler_add(ts->sampler, pid, &t->proc->cfg, d)) {
 		code_cache_free(t->cache);
+		async_target_free(t);
 		goto fail;
 	}
 	if (ts->sampler) { /* names of code freed before we read them */
@@ -358,6 +364,7 @@ static void release(struct target_set *ts, struct rec_target *t)
 	note_cache(ts, t->cache, ts->lines_cut_gone);
 	code_cache_free(t->cache);
 	t->cache = NULL;
+	async_target_free(t);
 	free(t->proc);
 	t->proc = NULL;
 	py_tnames_free(&t->tnames);
@@ -459,6 +466,7 @@ void targets_free(struct target_set *ts)
 {
 	for (int i = 0; i < ts->n; i++) {
 		code_cache_free(ts->t[i]->cache);
+		async_target_free(ts->t[i]);
 		free(ts->t[i]->proc);
 		py_tnames_free(&ts->t[i]->tnames);
 		if (ts->t[i]->pidfd >= 0)

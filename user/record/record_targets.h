@@ -45,6 +45,9 @@ struct rec_target {
 	int exited; /* enum target_state */
 	/* Its threading names as last read (py_threads.h), while it lives. */
 	struct py_tnames tnames;
+	/* record --async (user/record/async_stack.c): the layout and the
+	 * task graph last read, while it lives; NULL without --async. */
+	struct async_target *async;
 };
 
 struct target_set {
@@ -58,6 +61,7 @@ struct target_set {
 	 * even while it is not (yet, or ever) a CPython process itself. */
 	pid_t launched;
 	int verbose;
+	int async; /* record --async: targets get PROC_ASYNC and an async_target */
 	/* PIDs looked at and found not to be Python, so a scan skips them. */
 	struct seen_pid {
 		pid_t pid;

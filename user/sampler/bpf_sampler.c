@@ -64,8 +64,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct bpf_sampler *s = ctx;
 	const struct sample_hdr *h = data;
 
-	if (size < sizeof(*h) || size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec) +
-					    ((size_t)h->nnative + h->nkernel) * sizeof(__u64))
+	if (size < sizeof(*h) ||
+	    size < sizeof(*h) + (size_t)h->nframes * sizeof(struct frame_rec) +
+		       ((size_t)h->nnative + h->nkernel) * sizeof(__u64) +
+		       ((h->task_flags & TASK_REC_PRESENT) ? sizeof(struct task_rec) : 0))
 		return 0;
 	s->handled++;
 	/* A --cost-floor record is counted by the kernel and has nothing to
@@ -324,6 +326,24 @@ int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *
 		diag_prefix(d, "warning: native stacks lost: ");
 		diag_report(d);
 	}
+	return 0;
+}
+
+int bpf_sampler_set_async(struct bpf_sampler *s, pid_t pid, const struct async_config *a,
+			  struct diag *d)
+{
+	__u32 key = pid;
+	struct proc_config c;
+
+	/* The kernel's hints in the value (named, tstates) may change between
+	 * the lookup and the update: they are hints, a lost one costs a
+	 * lookup. */
+	if (bpf_map_lookup_elem(s->configs_fd, &key, &c))
+		return diag_errno(d, errno, "pid %d: not registered with the BPF sampler", pid);
+	c.async = *a;
+	c.flags |= PROC_ASYNC;
+	if (bpf_map_update_elem(s->configs_fd, &key, &c, BPF_EXIST))
+		return diag_errno(d, errno, "pid %d: cannot update the BPF sampler's config", pid);
 	return 0;
 }
 

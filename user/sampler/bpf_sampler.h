@@ -52,6 +52,10 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 int bpf_sampler_add(struct bpf_sampler *s, pid_t pid, const struct proc_config *cfg,
 		    struct diag *d);
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid);
+/* record --async: the task layout of a registered process, once known
+ * (asyncio imported late); sets PROC_ASYNC. 0, or -1 with d set. */
+int bpf_sampler_set_async(struct bpf_sampler *s, pid_t pid, const struct async_config *a,
+			  struct diag *d);
 /* Tell the kernel what a thread's first sample would otherwise find out
  * in the target, now: pid's thread states (tid -> tstate hints), so that
  * it is one checked read rather than a search of the thread list, and the

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+#include "async_stack.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf_sampler.h"
+#include "code_cache.h"
+#include "monotime.h"
+
+/* A graph is read again for a sample whose task it lacks at most this
+ * often: a read costs the target nothing (no stop) but costs us a read per
+ * task and link; an application creating tasks faster than this leaves
+ * the newest unresolved (counted), never waits for them. */
+#define ASYNC_REREAD_NS (200ull * 1000 * 1000)
+
+int async_target_open(struct rec_target *t, int strict, struct diag *d)
+{
+	struct async_target *at = calloc(1, sizeof(*at));
+	struct diag ad = {0};
+
+	if (!at)
+		return diag_errno(d, ENOMEM, "record --async");
+	if (py_asyncio_init(t->proc, &at->a, strict ? d : &ad)) {
+		free(at);
+		return strict ? -1 : 0;
+	}
+	t->async = at;
+	t->proc->cfg.flags |= PROC_ASYNC;
+	if (py_asyncio_find(t->proc, &at->a)) {
+		t->proc->cfg.async = at->a.k;
+		at->kernel_ready = 1;
+	}
+	return 0;
+}
+
+void async_target_free(struct rec_target *t)
+{
+	if (!t->async)
+		return;
+	py_task_graph_free(&t->async->g);
+	free(t->async);
+	t->async = NULL;
+}
+
+void async_targets_poll(struct target_set *ts)
+{
+	for (int i = 0; i < ts->n; i++) {
+		struct rec_target *t = ts->t[i];
+		struct diag d = {0};
+
+		if (!t->async || t->async->kernel_ready || !t->proc)
+			continue;
+		if (!py_asyncio_find(t->proc, &t->async->a))
+			continue;
+		t->proc->cfg.async = t->async->a.k;
+		if (ts->sampler && bpf_sampler_set_async(ts->sampler, t->pid, &t->async->a.k, &d))
+			continue; /* tried again at the next poll */
+		t->async->kernel_ready = 1;
+	}
+}
+
+/* Names of one chain's task marks, until the profile interns them. */
+static char mark_names[PY_TASK_CHAIN_MAX + 1][PY_TASK_NAME_CAP + 32];
+
+static void put_mark(struct sym_frame *out, uint32_t cap, uint32_t *n, unsigned k, const char *name,
+		     uint32_t nawaiters)
+{
+	char *m = mark_names[k % (PY_TASK_CHAIN_MAX + 1)];
+
+	if (nawaiters > 1)
+		snprintf(m, sizeof(mark_names[0]), "[task %s (%u awaiters)]", name, nawaiters);
+	else
+		snprintf(m, sizeof(mark_names[0]), "[task %s]", name);
+	if (*n < cap)
+		out[*n] =
+		    (struct sym_frame){.name = m, .file = "", .line = -1, .kind = FRAME_KIND_MARK};
+	(*n)++;
+}
+
+static void put_frame(struct rec_target *t, const struct frame_rec *f, struct sym_frame *out,
+		      uint32_t cap, uint32_t *n, int *unnamed)
+{
+	if (*n < cap && code_cache_symbolize(t->cache, f, &out[*n]) != CODE_OK && unnamed)
+		*unnamed = 1;
+	(*n)++;
+}
+
+/* The graph's entry for the kernel's task, if the graph holds that task
+ * with the coroutine the kernel saw; read again (rarely) when it does not. */
+static const struct py_task *verified(struct rec_target *t, const struct task_rec *tr,
+				      struct async_stats *st)
+{
+	struct async_target *at = t->async;
+	const struct py_task *k = py_task_find(&at->g, tr->task);
+	uint64_t now;
+
+	if (k && k->coro == tr->coro)
+		return k;
+	now = mono_ns();
+	if (at->read_ns && now - at->read_ns < ASYNC_REREAD_NS)
+		return NULL;
+	at->read_ns = now;
+	{
+		struct diag d = {0};
+
+		if (py_asyncio_read(t->proc, &at->a, &at->g, &d) < 0)
+			return NULL;
+	}
+	st->graph_reads++;
+	k = py_task_find(&at->g, tr->task);
+	return k && k->coro == tr->coro ? k : NULL;
+}
+
+uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
+		       const struct frame_rec *frames, const struct task_rec *tr,
+		       struct sym_frame *out, uint32_t cap, struct async_stats *st, int *unnamed)
+{
+	uint32_t n = 0, idx = tr->frame_idx, nf = h->nframes;
+	const struct py_task *k, *cur;
+	uint64_t seen[PY_TASK_CHAIN_MAX];
+	unsigned nseen = 0, nmark = 0;
+	char name[PY_TASK_NAME_CAP];
+
+	if (tr->flags & TASK_SCAN_CUT)
+		st->scan_cut++;
+	if (!tr->task) {
+		st->no_task++;
+		goto rest;
+	}
+	st->with_task++;
+	if (!(tr->flags & TASK_AT_FRAME) || idx >= nf) {
+		st->not_on_stack++;
+		goto rest;
+	}
+	for (uint32_t i = 0; i <= idx; i++)
+		put_frame(t, &frames[i], out, cap, &n, unnamed);
+	k = verified(t, tr, st);
+	py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
+	put_mark(out, cap, &n, nmark++, name, k ? k->nawaiters : 0);
+	if (!k)
+		st->unresolved++;
+	seen[nseen++] = tr->task;
+	for (cur = k; cur && cur->awaiter;) {
+		const struct py_task *a = py_task_find(&t->async->g, cur->awaiter);
+		int loop = 0;
+
+		if (!a)
+			break;
+		for (unsigned s = 0; s < nseen; s++)
+			loop |= seen[s] == a->addr;
+		if (loop || nseen == PY_TASK_CHAIN_MAX) {
+			st->cut++;
+			break;
+		}
+		seen[nseen++] = a->addr;
+		for (unsigned f = 0; f < a->nframes; f++)
+			put_frame(t, &a->frames[f], out, cap, &n, NULL);
+		put_mark(out, cap, &n, nmark++, a->name, a->nawaiters);
+		cur = a;
+	}
+	idx++;
+	for (uint32_t i = idx; i < nf; i++)
+		put_frame(t, &frames[i], out, cap, &n, unnamed);
+	if (n > cap)
+		st->cut++;
+	return n < cap ? n : cap;
+rest:
+	for (uint32_t i = 0; i < nf; i++)
+		put_frame(t, &frames[i], out, cap, &n, unnamed);
+	return n < cap ? n : cap;
+}

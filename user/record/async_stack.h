@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record --async: each sample of a thread whose event loop runs a task
+ * becomes its task chain (docs/async.md): the thread's frames up to the
+ * running task's coroutine frame, [task NAME], the frames where the task
+ * that awaits it is suspended, its [task NAME], and so on to the root
+ * task, then the loop's own frames. The running task is the kernel's
+ * (struct task_rec, read at the sample); the awaiters come from the task
+ * graph read here, and only for a task the graph holds with the coroutine
+ * the kernel saw.
+ */
+#ifndef ASYNC_STACK_H
+#define ASYNC_STACK_H
+
+#include <stdint.h>
+
+#include "bpfpy.h"
+#include "diag.h"
+#include "profile.h"
+#include "py_asyncio.h"
+#include "record_targets.h"
+
+struct async_target {
+	struct py_asyncio a;
+	struct py_task_graph g;
+	uint64_t read_ns; /* CLOCK_MONOTONIC when g was read, 0 never */
+	int kernel_ready; /* the kernel has a's layout */
+};
+
+/* What record's summary prints ("async: ..."), docs/async.md. */
+struct async_stats {
+	uint64_t with_task;    /* samples of a thread running a task */
+	uint64_t no_task;      /* samples of a thread whose loop ran no task then */
+	uint64_t not_on_stack; /* a running task whose coroutine frame was not in the stack */
+	uint64_t unresolved;   /* its awaiters unknown: not in the graph, or another coroutine */
+	uint64_t cut;	       /* chains cut: a cycle, or past PY_TASK_CHAIN_MAX tasks */
+	uint64_t graph_reads;  /* task graphs read while recording */
+	uint64_t scan_cut;     /* 3.11-3.13: more running loops than the kernel scans */
+};
+
+/* Give t the async layout (PROC_ASYNC in its config). strict: refuse
+ * versions without asyncio support (exit 2); else t is sampled without.
+ * 0, or -1 with d set. */
+int async_target_open(struct rec_target *t, int strict, struct diag *d);
+void async_target_free(struct rec_target *t);
+
+/* Targets whose asyncio was not imported yet: look again, and hand the
+ * kernel the layout of those that have it now. */
+void async_targets_poll(struct target_set *ts);
+
+/* The task chain of one sample into out[0..cap), leaf first; returns the
+ * frame count, *unnamed set when a sampled frame could not be named. */
+uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
+		       const struct frame_rec *frames, const struct task_rec *tr,
+		       struct sym_frame *out, uint32_t cap, struct async_stats *st, int *unnamed);
+
+/* The task record of h, or NULL (bpf_sampler checked its size). */
+static inline const struct task_rec *async_task_rec(const struct sample_hdr *h,
+						    const struct frame_rec *frames)
+{
+	if (!(h->task_flags & TASK_REC_PRESENT))
+		return NULL;
+	return (const struct task_rec *)((const uint8_t *)(frames + h->nframes) +
+					 ((size_t)h->nnative + h->nkernel) * sizeof(__u64));
+}
+
+#endif /* ASYNC_STACK_H */
