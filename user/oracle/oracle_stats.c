@@ -378,3 +378,258 @@ void oracle_aggregate(const double *x, size_t n, struct oracle_agg *out)
 	out->n = m;
 	free(v);
 }
+
+static double lchoose(double n, double k)
+{
+	return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1);
+}
+
+double oracle_fisher_p(uint64_t x1, uint64_t n1, uint64_t x2, uint64_t n2)
+{
+	double n = (double)n1 + (double)n2, k = (double)x1 + (double)x2, lo, hi, obs, sum = 0;
+
+	if (n1 + n2 == 0 || x1 > n1 || x2 > n2)
+		return x1 > n1 || x2 > n2 ? NAN : 1;
+	lo = k > (double)n2 ? k - (double)n2 : 0;
+	hi = k < (double)n1 ? k : (double)n1;
+	obs = lchoose(k, (double)x1) + lchoose(n - k, (double)n1 - (double)x1);
+	for (double i = lo; i <= hi; i++) {
+		double lp = lchoose(k, i) + lchoose(n - k, (double)n1 - i);
+
+		/* "No more likely": equal within rounding counts as equal, as
+		 * R's fisher.test does (relative 1e-7). */
+		if (lp <= obs + 1e-7 * fabs(obs) + 1e-12)
+			sum += exp(lp - lchoose(n, (double)n1));
+	}
+	return sum < 1 ? sum : 1;
+}
+
+/* The continued fraction of I_x(a, b) (Numerical Recipes' betacf). */
+static double betacf(double a, double b, double x)
+{
+	const double tiny = 1e-300;
+	double qab = a + b, qap = a + 1, qam = a - 1, c = 1, d = 1 - qab * x / qap, h;
+
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1 / d;
+	h = d;
+	for (int m = 1; m <= 1000; m++) {
+		double m2 = 2.0 * m, aa = m * (b - m) * x / ((qam + m2) * (a + m2)), del;
+
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? 1 / tiny : 1 / d;
+		c = 1 + aa / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		h *= d * c;
+		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? 1 / tiny : 1 / d;
+		c = 1 + aa / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-15)
+			break;
+	}
+	return h;
+}
+
+double oracle_betai(double a, double b, double x)
+{
+	double bt;
+
+	if (isnan(x) || a <= 0 || b <= 0)
+		return NAN;
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	return x < (a + 1) / (a + b + 2) ? bt * betacf(a, b, x) / a
+					 : 1 - bt * betacf(b, a, 1 - x) / b;
+}
+
+double oracle_t_p2(double t, double df)
+{
+	if (isnan(t) || isnan(df) || df <= 0)
+		return NAN;
+	if (isinf(t))
+		return 0;
+	return oracle_betai(df / 2, 0.5, df / (df + t * t));
+}
+
+double oracle_welch(double m1, double s1, double n1, double m2, double s2, double n2, double *t,
+		    double *df)
+{
+	double v1, v2, tt, d, p;
+
+	if (t)
+		*t = NAN;
+	if (df)
+		*df = NAN;
+	if (n1 < 2 || n2 < 2 || isnan(m1) || isnan(m2) || isnan(s1) || isnan(s2))
+		return NAN;
+	v1 = s1 * s1 / n1;
+	v2 = s2 * s2 / n2;
+	if (v1 + v2 <= 0) {
+		/* No spread at all: the figures are exact. */
+		tt = m1 == m2 ? 0 : (m2 > m1 ? INFINITY : -INFINITY);
+		d = n1 + n2 - 2;
+		p = m1 == m2 ? 1 : 0;
+	} else {
+		tt = (m2 - m1) / sqrt(v1 + v2);
+		d = (v1 + v2) * (v1 + v2) / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1));
+		p = oracle_t_p2(tt, d);
+	}
+	if (t)
+		*t = tt;
+	if (df)
+		*df = d;
+	return p;
+}
+
+double oracle_norm_p2(double z)
+{
+	return isnan(z) ? NAN : erfc(fabs(z) / sqrt(2));
+}
+
+double oracle_norm_q(double q)
+{
+	double lo = -40, hi = 40;
+
+	if (!(q > 0 && q < 1))
+		return NAN;
+	/* Bisection on the CDF: slow (a few hundred erfc) but plainly right. */
+	for (int i = 0; i < 200; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (0.5 * erfc(-mid / sqrt(2)) < q)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+struct p_idx {
+	double p;
+	size_t i;
+};
+
+static int cmp_p_idx(const void *a, const void *b)
+{
+	double x = ((const struct p_idx *)a)->p, y = ((const struct p_idx *)b)->p;
+
+	return (x > y) - (x < y);
+}
+
+void oracle_holm(const double *p, size_t n, double *adj)
+{
+	struct p_idx *v = malloc((n ? n : 1) * sizeof(*v));
+	size_t m = 0;
+	double run = 0;
+
+	for (size_t i = 0; i < n; i++)
+		adj[i] = NAN;
+	if (!v) {
+		/* No memory to sort: Bonferroni, which Holm improves on. */
+		for (size_t i = 0; i < n; i++)
+			adj[i] = isnan(p[i]) ? NAN : fmin(1, p[i] * (double)n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(p[i]))
+			v[m++] = (struct p_idx){p[i], i};
+	qsort(v, m, sizeof(*v), cmp_p_idx);
+	for (size_t j = 0; j < m; j++) {
+		double a = fmin(1, (double)(m - j) * v[j].p);
+
+		run = a > run ? a : run; /* adjusted p never falls down the order */
+		adj[v[j].i] = run;
+	}
+	free(v);
+}
+
+double oracle_mdd_prop(double p1, double n1, double n2, double alpha, double power)
+{
+	double z, phi;
+
+	if (n1 <= 0 || n2 <= 0 || isnan(p1))
+		return NAN;
+	p1 = p1 < 0 ? 0 : p1 > 1 ? 1 : p1;
+	z = oracle_norm_q(1 - alpha / 2) + oracle_norm_q(power);
+	phi = asin(sqrt(p1)) + z * sqrt(1 / n1 + 1 / n2) / 2;
+	if (phi >= M_PI / 2)
+		return 1 - p1;
+	return sin(phi) * sin(phi) - p1;
+}
+
+double oracle_mdd_se(double se, double alpha, double power)
+{
+	if (isnan(se))
+		return NAN;
+	return (oracle_norm_q(1 - alpha / 2) + oracle_norm_q(power)) * se;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* into += a uniformly drawn block of b[0..n), n times. */
+static int draw_blocks(struct keydist *into, struct keydist *const *b, size_t n, uint64_t *s)
+{
+	keydist_clear(into);
+	for (size_t i = 0; i < n; i++) {
+		const struct keydist *blk = b[splitmix64(s) % n];
+		size_t it = 0;
+		const char *k;
+		double w;
+
+		while (keydist_next(blk, &it, &k, &w))
+			if (!keydist_add(into, k, w))
+				return -1;
+	}
+	return 0;
+}
+
+double oracle_tvd_boot_se(struct keydist *const *mode, size_t nmode, struct keydist *const *ref,
+			  size_t nref, int floor, int reps, uint64_t seed)
+{
+	struct keydist *a = keydist_new(), *r = keydist_new();
+	double sum = 0, ss = 0, se = NAN;
+	int done = 0;
+
+	if (!a || !r || nmode < 2 || nref < 2 || reps < 2)
+		goto out;
+	for (int i = 0; i < reps; i++) {
+		double x;
+
+		if (draw_blocks(a, mode, nmode, &seed) || draw_blocks(r, ref, nref, &seed))
+			goto out;
+		if (keydist_total(a) <= 0 || keydist_total(r) <= 0)
+			continue;
+		x = oracle_tvd(a, r);
+		if (floor)
+			x -= oracle_tvd_floor(r, keydist_total(a), keydist_total(r));
+		sum += x;
+		ss += x * x;
+		done++;
+	}
+	if (done >= 2) {
+		double mean = sum / done, var = (ss - done * mean * mean) / (done - 1);
+
+		se = sqrt(var > 0 ? var : 0);
+	}
+out:
+	keydist_free(a);
+	keydist_free(r);
+	return se;
+}

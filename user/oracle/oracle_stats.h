@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct diag;
 struct keydist;
@@ -75,5 +76,61 @@ struct oracle_agg {
 	double median;
 };
 void oracle_aggregate(const double *x, size_t n, struct oracle_agg *out);
+
+/*
+ * Tests of a difference between two runs (the regression gate, issue 27;
+ * docs/oracle-gate.md). Every p-value is two-sided; the caller reads the
+ * direction from the sign of the difference.
+ */
+
+/* Fisher's exact test of x1/n1 against x2/n2 (a 2x2 table): the sum of
+ * the hypergeometric probabilities of every table with the same margins
+ * that is no more likely than the one observed. 1 when both n are 0. */
+double oracle_fisher_p(uint64_t x1, uint64_t n1, uint64_t x2, uint64_t n2);
+
+/* The regularised incomplete beta function I_x(a, b) (continued fraction,
+ * Lentz's method), for the Student t distribution below. */
+double oracle_betai(double a, double b, double x);
+
+/* Two-sided p of Student's t with df degrees of freedom: P(|T| >= |t|). */
+double oracle_t_p2(double t, double df);
+
+/* Welch's unequal-variance t test of mean m2 (sd s2, n2 values) against
+ * m1 (s1, n1): the t statistic (positive when m2 > m1), the
+ * Welch-Satterthwaite df, the two-sided p into the pointers (any may be
+ * NULL). Returns the p; NAN when a side has fewer than 2 values or both
+ * variances are 0 (p 1 then if the means are equal, 0 if not). */
+double oracle_welch(double m1, double s1, double n1, double m2, double s2, double n2, double *t,
+		    double *df);
+
+/* Two-sided normal p, P(|Z| >= |z|), and the standard normal quantile
+ * (0 < q < 1). */
+double oracle_norm_p2(double z);
+double oracle_norm_q(double q);
+
+/* Holm's step-down correction of n p-values: adj[i] the adjusted p of
+ * p[i] (reject at alpha when adj[i] <= alpha). NAN p-values are left out
+ * of the family and their adj is NAN. */
+void oracle_holm(const double *p, size_t n, double *adj);
+
+/* The smallest rise of a proportion p1 (0..1) that two samples of n1 and
+ * n2 detect with probability power in a two-sided test at level alpha:
+ * Cohen's arcsine form, p2 = sin^2(asin(sqrt p1) + (z_{1-alpha/2} +
+ * z_power) * sqrt(1/n1 + 1/n2) / 2). Returns p2 - p1 (1 - p1 at most). */
+double oracle_mdd_prop(double p1, double n1, double n2, double alpha, double power);
+
+/* The smallest difference of means a test of standard error se detects
+ * with probability power at level alpha (normal approximation). */
+double oracle_mdd_se(double se, double alpha, double power);
+
+/* Block bootstrap of tvd_excess (raw TVD less the IID floor) between a
+ * mode and its reference, each given as its time blocks (keydists of
+ * consecutive samples): reps resamples, drawing as many blocks as there
+ * are with replacement on both sides, the statistic recomputed each time.
+ * Returns the resamples' standard deviation, the figure's standard error
+ * (consecutive samples are correlated, so blocks, not samples, are drawn);
+ * NAN with fewer than 2 blocks a side, or no memory. floor 0: raw TVD. */
+double oracle_tvd_boot_se(struct keydist *const *mode, size_t nmode, struct keydist *const *ref,
+			  size_t nref, int floor, int reps, uint64_t seed);
 
 #endif /* ORACLE_STATS_H */
