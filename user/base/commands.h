@@ -20,6 +20,7 @@ extern const char *bpfpy_version;
 	"Exit codes: 0 ok, 1 failure, 2 bad usage, 3 no such process (or it exited), "             \
 	"4 not a CPython process, 5 unsupported Python version or build, 6 missing "               \
 	"privilege (the message names the capability), 7 the host cannot do it (BTF, BPF, "        \
-	"perf events), 8 oracle --check failed."
+	"perf events), 8 oracle --check failed, 9 oracle --compare/--baseline found a row "        \
+	"significantly worse."
 
 #endif /* COMMANDS_H */

@@ -21,6 +21,7 @@ enum bpfpy_exit {
 	EXIT_PERMISSION = 6,   /* lacking a capability: the message names it */
 	EXIT_HOST = 7,	       /* the host cannot do it (BTF, BPF, perf events) */
 	EXIT_CHECK_FAILED = 8, /* oracle --check: a mode broke a threshold */
+	EXIT_REGRESSION = 9,   /* oracle --compare/--baseline: a row is significantly worse */
 };
 
 struct diag {

@@ -7,6 +7,7 @@
  * user/oracle/oracle_run.h.
  */
 #include <argp.h>
+#include <json-c/json.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -20,6 +21,7 @@
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
+#include "oracle_compare.h"
 #include "oracle_html.h"
 #include "oracle_run.h"
 #include "proc.h"
@@ -108,13 +110,27 @@ static const char doc[] =
     "oracle exits 1 (before --check).\n"
     "CHECK. --check exits 8 when any mode's mean errors% exceeds --max-errors (default 5), "
     "its impossible% exceeds --max-impossible (default 0), or a non-reference mode's "
-    "tvd_excess exceeds --max-tvd-excess (default 0.05).\n\n"
+    "tvd_excess exceeds --max-tvd-excess (default 0.05).\n"
+    "GATE. --compare BASE.json NEW.json compares two --json files without running; "
+    "--baseline BASE.json runs what BASE ran (cases, modes, interpreter, rate, duration, "
+    "runs: each unless given) and compares. Per case x mode x metric: baseline, new, Δ "
+    "(new - baseline), min_Δ (the smallest rise the two runs detect with probability "
+    "--power at alpha/tests), p_holm (Holm-adjusted two-sided p) and the verdict worse / "
+    "better / same at --alpha, or n/a when a side has no figure. Tests: impossible% and "
+    "errors% Fisher's exact test on the counts; tvd_excess, tvd_fn a block bootstrap "
+    "over 40 time blocks a side; µs Welch on 40 blocks' mean costs; slowdown% Welch on "
+    "the on/off pairs; with --runs >= 2 on both sides Welch on the per-run figures. A "
+    "baseline of another interpreter build, rate, clock, reference, CPU model or count, "
+    "or other cases or modes, is refused (exit 2, naming what differs) unless --force. "
+    "Exit 9 when a row is worse. See docs/oracle-gate.md.\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy oracle --default\n"
     "  sudo bpfpy oracle --snippet flat_alternating --rate 10 --runs 3 --python 3.12\n"
     "  sudo bpfpy oracle --snippet ground_truth --mode ptrace --mode bpf --json out.json\n"
     "  sudo bpfpy oracle --python sid-3.15 --mode ptrace --mode bpf --mode cpython-live\n"
-    "  sudo bpfpy oracle --mode bpf --check --max-tvd-excess 0.02\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy oracle --mode bpf --check --max-tvd-excess 0.02\n"
+    "  sudo bpfpy oracle --baseline base.json --json new.json --junit gate.xml --force\n"
+    "  bpfpy oracle --compare base.json new.json\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_SNIPPET = 256,
@@ -137,6 +153,13 @@ enum {
 	OPT_DEFAULT,
 	OPT_PEERS,
 	OPT_PAIRS,
+	OPT_BASELINE,
+	OPT_COMPARE,
+	OPT_JUNIT,
+	OPT_FORCE,
+	OPT_ALPHA,
+	OPT_POWER,
+	OPT_DETECT,
 };
 
 static const struct argp_option options[] = {
@@ -182,6 +205,22 @@ static const struct argp_option options[] = {
      "Add every peer profiler available for the interpreter (scripts/oracle_peers.sh: "
      "cpython-live/-blocking, tachyon-live/-blocking, austin, austin-sid); a missing or "
      "unsupported one is skipped with a note",
+     0},
+    {"baseline", OPT_BASELINE, "BASE.json", 0,
+     "Run what BASE ran (unless given) and compare with it: exit 9 when a row is worse", 0},
+    {"compare", OPT_COMPARE, "BASE.json", 0,
+     "With one argument NEW.json: compare two --json files, no run; exit 9 when worse", 0},
+    {"junit", OPT_JUNIT, "FILE", 0,
+     "--compare/--baseline: a JUnit XML report, one testcase per case x mode x metric", 0},
+    {"force", OPT_FORCE, NULL, 0,
+     "Replace an existing --json, --html or --junit path (as record -o --force does); "
+     "compare a baseline that differs",
+     0},
+    {"alpha", OPT_ALPHA, "A", 0, "The gate's family-wise level (default 0.05)", 0},
+    {"power", OPT_POWER, "P", 0, "The power min_Δ is computed for (default 0.8)", 0},
+    {"detect", OPT_DETECT, "METRIC=DELTA", 0,
+     "Say how long a run would see DELTA on every row (impossible, errors, tvd_excess, "
+     "tvd_fn, us, slowdown; repeatable)",
      0},
     {"quiet", 'q', NULL, 0, "No progress line", 0},
     {"verbose", 'v', NULL, 0, "Say why each failed window failed, as it happens", 0},
@@ -273,9 +312,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_DURATION:
 		o->duration = parse_num(state, "--duration", arg, 0.01);
+		o->duration_set = 1;
 		break;
 	case OPT_RUNS:
 		o->runs = (int)parse_num(state, "--runs", arg, 1);
+		o->runs_set = 1;
 		if (o->runs > 256)
 			argp_error(state, "--runs: at most 256");
 		break;
@@ -287,6 +328,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_WARMUP:
 		o->warmup = parse_num(state, "--warmup", arg, 0);
+		o->warmup_set = 1;
 		break;
 	case OPT_POISSON:
 		o->poisson = 1;
@@ -339,16 +381,61 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose = 1;
 		break;
+	case OPT_BASELINE:
+		o->baseline = arg;
+		break;
+	case OPT_COMPARE:
+		o->baseline = arg;
+		o->compare_new = "";
+		break;
+	case OPT_JUNIT:
+		o->junit = arg;
+		break;
+	case OPT_FORCE:
+		o->force = 1;
+		break;
+	case OPT_ALPHA:
+		o->alpha = parse_num(state, "--alpha", arg, 1e-9);
+		if (o->alpha >= 0.5)
+			argp_error(state, "--alpha: below 0.5");
+		break;
+	case OPT_POWER:
+		o->power = parse_num(state, "--power", arg, 0.5);
+		if (o->power >= 1)
+			argp_error(state, "--power: from 0.5 to below 1");
+		break;
+	case OPT_DETECT:
+		if (o->ndetect >= 8)
+			argp_error(state, "--detect: at most 8");
+		o->detect[o->ndetect++] = arg;
+		break;
 	case ARGP_KEY_ARG:
+		if (o->compare_new && !o->compare_new[0]) {
+			o->compare_new = arg;
+			break;
+		}
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		/* Refused before the run rather than after minutes of it; the
-		 * oracle has no --force, so an existing page is never replaced. */
-		if (o->html && !faccessat(AT_FDCWD, o->html, F_OK, AT_SYMLINK_NOFOLLOW))
-			argp_error(state, "--html: %s already exists (remove it first)", o->html);
-		if (o->json && !faccessat(AT_FDCWD, o->json, F_OK, AT_SYMLINK_NOFOLLOW))
-			argp_error(state, "--json: %s already exists (remove it first)", o->json);
+		/* Refused before the run rather than after minutes of it; with
+		 * --force the one opener decides when it writes. */
+		if (o->compare_new && !o->compare_new[0])
+			argp_error(state, "--compare BASE.json NEW.json: NEW.json missing");
+		if (o->junit && !o->baseline)
+			argp_error(state, "--junit needs --compare or --baseline");
+		if (o->ndetect && !o->baseline)
+			argp_error(state, "--detect needs --compare or --baseline");
+		for (int i = 0; i < 3 && !o->force; i++) {
+			const char *path = i == 0 ? o->html : i == 1 ? o->json : o->junit;
+
+			if (path && !faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW))
+				argp_error(state,
+					   "%s: %s already exists (use --force to replace it)",
+					   i == 0   ? "--html"
+					   : i == 1 ? "--json"
+						    : "--junit",
+					   path);
+		}
 		if (o->no_pin && o->cpus_set)
 			argp_error(state, "--cpus and --no-pin contradict each other");
 		break;
@@ -538,6 +625,20 @@ static void window(struct loop *l, struct oracle_case *c, const struct oracle_mo
 	l->done++;
 }
 
+/* --compare BASE NEW: no target, no privilege. */
+static int oracle_compare_files(const struct oracle_opts *o)
+{
+	struct diag d = {0};
+	json_object *b = oracle_json_load(o->baseline, &d), *n = NULL;
+	int w = -1;
+
+	if (b && (n = oracle_json_load(o->compare_new, &d)) && !oracle_gate_match(b, n, o, &d))
+		w = oracle_gate(stdout, o->baseline, b, o->compare_new, n, o, &d);
+	json_object_put(b);
+	json_object_put(n);
+	return w < 0 ? diag_report(&d) : w > 0 ? EXIT_REGRESSION : EXIT_OK;
+}
+
 int cmd_oracle(int argc, char **argv)
 {
 	struct oracle_opts o = {.duration = 3.0,
@@ -545,7 +646,11 @@ int cmd_oracle(int argc, char **argv)
 				.rate_khz = 100,
 				.runs = 1,
 				.max_errors = 5,
-				.max_tvd_excess = 0.05};
+				.max_tvd_excess = 0.05,
+				.alpha = 0.05,
+				.power = 0.8};
+	const char *base_snippets[ORACLE_MAX_CASES], *base_modes[ORACLE_MAX_MODES];
+	json_object *base = NULL, *run_json;
 	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
 	static struct oracle_case cases[ORACLE_MAX_CASES];
 	struct oracle_case_result crs[ORACLE_MAX_CASES];
@@ -560,6 +665,11 @@ int cmd_oracle(int argc, char **argv)
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return EXIT_USAGE;
+	if (o.compare_new)
+		return oracle_compare_files(&o);
+	if (o.baseline && (!(base = oracle_json_load(o.baseline, &d)) ||
+			   oracle_baseline_opts(base, &o, base_snippets, base_modes, &d)))
+		return json_object_put(base), diag_report(&d);
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
 	plan.data_dir = oracle_data_dir(n > 0 ? dirname(exe) : ".", datadir, sizeof(datadir));
@@ -595,6 +705,14 @@ int cmd_oracle(int argc, char **argv)
 	if (settle(&plan, &py, ncpus, &d) || signals_install(&d))
 		return diag_report(&d);
 	bpf_rate(&plan);
+	/* A baseline of another experiment is refused before the run. */
+	if (base) {
+		json_object *h = oracle_json(&plan, &py, crs, 0, ncpus, 0);
+
+		if (oracle_gate_match(base, h, &o, &d))
+			return json_object_put(h), json_object_put(base), diag_report(&d);
+		json_object_put(h);
+	}
 	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 	l.tty = isatty(2) && !o.quiet;
 	l.windows = ncases * o.runs * plan.nmodes;
@@ -632,7 +750,8 @@ int cmd_oracle(int argc, char **argv)
 	for (int ci = 0; ci < ncases; ci++)
 		oracle_print_case(stdout, &plan, &crs[ci]);
 	fflush(stdout);
-	if (o.json && oracle_write_json(o.json, &plan, &py, crs, ncases, ncpus, other, &d))
+	run_json = oracle_json(&plan, &py, crs, ncases, ncpus, other);
+	if (o.json && oracle_write_json(o.json, run_json, o.force, &d))
 		ret = diag_report(&d);
 	if (o.html) {
 		struct diag hd = {0};
@@ -646,6 +765,14 @@ int cmd_oracle(int argc, char **argv)
 		ret = EXIT_FAIL;
 	if (ret == EXIT_OK && o.check && oracle_check(stderr, &plan, crs, ncases))
 		ret = EXIT_CHECK_FAILED;
+	/* The regression outranks a threshold: it is what --baseline asks. */
+	if (base && (ret == EXIT_OK || ret == EXIT_CHECK_FAILED)) {
+		int w = oracle_gate(stdout, o.baseline, base, "this run", run_json, &o, &d);
+
+		ret = w < 0 ? diag_report(&d) : w > 0 ? EXIT_REGRESSION : ret;
+	}
+	json_object_put(run_json);
+	json_object_put(base);
 	for (int ci = 0; ci < ncases; ci++) {
 		for (int k = 0; k < o.runs * plan.nmodes; k++)
 			oracle_result_free(&crs[ci].res[k]);

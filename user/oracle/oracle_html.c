@@ -423,7 +423,7 @@ int oracle_write_html(const char *path, const struct oracle_plan *p, const struc
 
 	if (!hdr)
 		return diag_errno(d, ENOMEM, "--html %s", path);
-	if (out_file_open(&of, path, 0, d)) {
+	if (out_file_open(&of, path, p->o->force, d)) {
 		free(hdr);
 		return -1;
 	}

@@ -171,6 +171,24 @@ int oracle_result_init(struct oracle_result *r)
 	return r->dist && r->dist_run && r->imp && r->phases && r->verdicts && r->rstate ? 0 : -1;
 }
 
+void oracle_result_us(struct oracle_result *r, double us)
+{
+	r->us_sum += us;
+	/* The gate's per-block costs need them in order; past the cap (22 s
+	 * at 100 kHz) the blocks cover the first ORACLE_US_SEQ_MAX. */
+	if (r->nus == r->capus && r->capus < ORACLE_US_SEQ_MAX) {
+		size_t cap = r->capus ? 2 * r->capus : 4096;
+		float *n = realloc(r->us_seq, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		r->us_seq = n;
+		r->capus = cap;
+	}
+	if (r->nus < r->capus)
+		r->us_seq[r->nus++] = (float)us;
+}
+
 void oracle_result_free(struct oracle_result *r)
 {
 	keydist_free(r->dist);
@@ -182,6 +200,7 @@ void oracle_result_free(struct oracle_result *r)
 	keydist_free(r->truth);
 	rules_state_free(r->rstate);
 	free(r->seq);
+	free(r->us_seq);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -486,7 +505,7 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 						      s.arena + (size_t)i * ARENA)) < 0)
 				bad = 1;
 		t1 = mono_s();
-		r->us_sum += (t1 - t0) * 1e6;
+		oracle_result_us(r, (t1 - t0) * 1e6);
 		r->us_sampler_sum += (t1 - t0) * 1e6;
 		if (rc || bad) {
 			r->errors++;
@@ -643,7 +662,7 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 	r->us_target_sum += h->cost_ns / 1e3;
 	if (h->flags & SAMPLE_ERROR) {
 		r->errors++;
-		r->us_sum += h->cost_ns / 1e3;
+		oracle_result_us(r, h->cost_ns / 1e3);
 		return 0;
 	}
 	ts.tid = h->tid;
@@ -654,7 +673,7 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 		double us = (mono_s() - t0) * 1e6;
 
 		r->us_sampler_sum += us;
-		r->us_sum += us + h->cost_ns / 1e3;
+		oracle_result_us(r, us + h->cost_ns / 1e3);
 	}
 	if (n < 0) {
 		r->errors++;
@@ -767,7 +786,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 							arenas + (size_t)i * ARENA)) < 0)
 					c.failed = 1;
 			t1 = mono_s();
-			r->us_sum += (t1 - t0) * 1e6;
+			oracle_result_us(r, (t1 - t0) * 1e6);
 			r->us_sampler_sum += (t1 - t0) * 1e6;
 			if (c.failed) {
 				r->errors++;
@@ -1055,7 +1074,7 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 			r->attempts++;
 			r->samples++;
 			if (k == EXT_END && !isnan(el.us)) {
-				r->us_sum += el.us;
+				oracle_result_us(r, el.us);
 				r->us_sampler_sum += el.us;
 			}
 			for (int i = 0; i < natt; i++) {

@@ -23,6 +23,8 @@
 
 #define ORACLE_MAX_CASES 64
 #define ORACLE_MAX_MODES 16
+/* Attempts' costs kept in order per window (4 bytes each). */
+#define ORACLE_US_SEQ_MAX (1u << 21)
 /* The priority of a pinned run's target and sampler. */
 #define ORACLE_NICE -20
 
@@ -79,6 +81,14 @@ struct oracle_opts {
 	int rate_set;	    /* --rate given */
 	int peers;	    /* --peers */
 	int slowdown_pairs; /* --slowdown-pairs: on/off pairs per window */
+	/* The regression gate (oracle_compare.h): --baseline BASE, or
+	 * --compare BASE NEW (compare_new set). */
+	const char *baseline, *compare_new, *junit;
+	int force;	       /* --force: --json, --html, --junit replace a path */
+	double alpha, power;   /* --alpha, --power */
+	const char *detect[8]; /* --detect METRIC=DELTA */
+	int ndetect;
+	int duration_set, warmup_set, runs_set;
 };
 
 /* One oracle run's derived state, owned by cmd_oracle and read by the rest. */
@@ -113,7 +123,9 @@ struct oracle_target {
 /* What one mode measured over one run, on one fresh target. */
 struct oracle_result {
 	uint64_t attempts, samples, stacks, errors, impossible, lost;
-	double us_sum;	      /* per-attempt cost, as the original's µs */
+	double us_sum; /* per-attempt cost, as the original's µs */
+	float *us_seq; /* each attempt's cost in µs, in order (oracle_result_us) */
+	size_t nus, capus;
 	double us_target_sum; /* what the target paid, summed over attempts */
 	double us_sampler_sum;
 	int us_target_known;
@@ -205,6 +217,8 @@ const char *oracle_reference_pick(struct oracle_plan *p, const char *asked);
 /* A mode that samples only threads on a CPU (the bpf cpu clock). */
 int oracle_mode_cpu_clock(const struct oracle_mode *m);
 int oracle_result_init(struct oracle_result *r);
+/* Add an attempt's cost (µs) to us_sum and to us_seq. */
+void oracle_result_us(struct oracle_result *r, double us);
 void oracle_result_free(struct oracle_result *r);
 /* Sample w->t for the window [start, start + duration). Failures of the
  * whole window go to d (the run is reported, not the oracle aborted). */
@@ -219,9 +233,11 @@ void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr);
 void oracle_print_header(FILE *f, const struct oracle_plan *p, const struct oracle_python *py,
 			 int ncases, int ncpus, double other_load);
 void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *cr);
-int oracle_write_json(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
-		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
-		      struct diag *d);
+/* The run as JSON (the --json file, and what the gate compares). */
+struct json_object *oracle_json(const struct oracle_plan *p, const struct oracle_python *py,
+				struct oracle_case_result *crs, int ncases, int ncpus,
+				double other_load);
+int oracle_write_json(const char *path, struct json_object *root, int force, struct diag *d);
 /* Prints each window of a mode that took no sample (with its reason: the
  * note, every attempt failed, or nothing at all); returns how many. The
  * oracle then exits 1: a table without that mode's figures is no verdict. */

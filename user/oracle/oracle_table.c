@@ -12,6 +12,7 @@
 
 #include <json-c/json.h>
 
+#include "oracle_compare.h"
 #include "oracle_run.h"
 #include "profile.h"
 #include "text_escape.h"
@@ -386,6 +387,62 @@ static json_object *jdist(const struct keydist *kd)
 	return j;
 }
 
+/* A time-ordered sequence of keys as ORACLE_BLOCKS blocks of consecutive
+ * samples, each [key index, count, ...] into "keys": what the gate's block
+ * bootstrap draws from (oracle_compare.c), far smaller than the sequence. */
+static json_object *jblocks(const char *const *seq, size_t n)
+{
+	json_object *j = json_object_new_object(), *keys = json_object_new_array();
+	json_object *blocks = json_object_new_array();
+	struct keydist *idx = keydist_new(), *blk = keydist_new();
+	size_t nb = n < ORACLE_BLOCKS ? n : ORACLE_BLOCKS, i = 0;
+
+	for (size_t b = 0; idx && blk && b < nb; b++) {
+		json_object *jb = json_object_new_array();
+		size_t end = (b + 1) * n / nb, it = 0;
+		const char *k;
+		double w;
+
+		keydist_clear(blk);
+		for (; i < end; i++) {
+			if (keydist_get(idx, seq[i]) == 0) {
+				keydist_add(idx, seq[i], (double)keydist_nkeys(idx) + 1);
+				json_object_array_add(keys, json_object_new_string(seq[i]));
+			}
+			keydist_add(blk, seq[i], 1);
+		}
+		while (keydist_next(blk, &it, &k, &w)) {
+			json_object_array_add(
+			    jb, json_object_new_int64((int64_t)keydist_get(idx, k) - 1));
+			json_object_array_add(jb, json_object_new_int64((int64_t)w));
+		}
+		json_object_array_add(blocks, jb);
+	}
+	keydist_free(idx);
+	keydist_free(blk);
+	json_object_object_add(j, "keys", keys);
+	json_object_object_add(j, "blocks", blocks);
+	return j;
+}
+
+/* The attempts' mean cost per block of consecutive attempts (µs): the
+ * per-window figures the gate's Welch test on µs compares. */
+static json_object *jus_blocks(const struct oracle_result *r)
+{
+	json_object *j = json_object_new_array();
+	size_t nb = r->nus < ORACLE_BLOCKS ? r->nus : ORACLE_BLOCKS, i = 0;
+
+	for (size_t b = 0; b < nb; b++) {
+		size_t end = (b + 1) * r->nus / nb, n = end - i;
+		double sum = 0;
+
+		for (; i < end; i++)
+			sum += r->us_seq[i];
+		json_object_array_add(j, jnum(sum / (double)n));
+	}
+	return j;
+}
+
 static json_object *jrun(const struct oracle_result *r)
 {
 	json_object *j = json_object_new_object();
@@ -436,16 +493,51 @@ static json_object *jrun(const struct oracle_result *r)
 	json_object_object_add(j, "ref_set",
 			       json_object_new_string(r->ref_run ? "running" : "all"));
 	json_object_object_add(j, "running_distribution", jdist(r->dist_run));
+	json_object_object_add(j, "seq_blocks", jblocks(r->seq, r->nseq));
+	json_object_object_add(j, "running_seq_blocks", jblocks(r->seq_run, r->nseq_run));
+	/* Attempts the cost blocks cover: fewer than attempts past the cap. */
+	json_object_object_add(j, "us_attempts", json_object_new_uint64(r->nus));
+	json_object_object_add(j, "us_blocks", r->us_seq ? jus_blocks(r) : NULL);
 	return j;
 }
 
-int oracle_write_json(const char *path, const struct oracle_plan *p, const struct oracle_python *py,
-		      struct oracle_case_result *crs, int ncases, int ncpus, double other_load,
-		      struct diag *d)
+/* The --mode value that makes m again (--baseline reruns it), as a JSON
+ * string: "external:CMD" for a command named after itself, else its name
+ * (a --peers name such as austin is not a --mode value: the header's
+ * "peers" brings it back). */
+static json_object *mode_arg(const struct oracle_mode *m, char *buf, size_t len)
+{
+	if (m->kind == MODE_EXTERNAL && m->cmd && !strncmp(m->name, "ext:", 4))
+		snprintf(buf, len, "external:%s", m->cmd);
+	else
+		snprintf(buf, len, "%s", m->name);
+	return json_object_new_string(buf);
+}
+
+json_object *oracle_json(const struct oracle_plan *p, const struct oracle_python *py,
+			 struct oracle_case_result *crs, int ncases, int ncpus, double other_load)
 {
 	json_object *root = json_object_new_object(), *h = json_object_new_object();
-	json_object *cases = json_object_new_array();
-	struct out_file of;
+	json_object *cases = json_object_new_array(), *margs = json_object_new_array();
+	struct oracle_machine mach;
+
+	oracle_machine(py, &mach);
+	json_object_object_add(h, "format", json_object_new_string(ORACLE_JSON_FORMAT));
+	json_object_object_add(h, "format_version", json_object_new_int(ORACLE_JSON_VERSION));
+	json_object_object_add(h, "python_build_id", json_object_new_string(mach.build_id));
+	json_object_object_add(h, "kernel", json_object_new_string(mach.kernel));
+	json_object_object_add(h, "machine", json_object_new_string(mach.machine));
+	json_object_object_add(h, "cpu_model", json_object_new_string(mach.cpu_model));
+	json_object_object_add(h, "peers", json_object_new_boolean(p->o->peers));
+	json_object_object_add(h, "reference_asked",
+			       json_object_new_string(p->o->ref_name ? p->o->ref_name : "auto"));
+	json_object_object_add(h, "slowdown_pairs_asked",
+			       json_object_new_int(p->o->slowdown_pairs));
+	char arg[PATH_MAX + 16];
+
+	for (int m = 0; m < p->nmodes; m++)
+		json_object_array_add(margs, mode_arg(&p->modes[m], arg, sizeof(arg)));
+	json_object_object_add(h, "mode_args", margs);
 
 	json_object_object_add(h, "python_version", json_object_new_string(py->version));
 	json_object_object_add(h, "python_label", json_object_new_string(py->label));
@@ -479,11 +571,13 @@ int oracle_write_json(const char *path, const struct oracle_plan *p, const struc
 				       json_object_new_uint64(keydist_nkeys(cr->res[p->ref].dist)));
 		for (int m = 0; m < p->nmodes; m++) {
 			json_object *jm = json_object_new_object(), *runs = json_object_new_array();
+			char arg[PATH_MAX + 16];
 
 			json_object_object_add(jm, "mode",
 					       json_object_new_string(p->modes[m].name));
 			json_object_object_add(jm, "reference",
 					       json_object_new_boolean(m == p->ref));
+			json_object_object_add(jm, "arg", mode_arg(&p->modes[m], arg, sizeof(arg)));
 			if (p->modes[m].cmd)
 				json_object_object_add(jm, "command",
 						       json_object_new_string(p->modes[m].cmd));
@@ -496,17 +590,20 @@ int oracle_write_json(const char *path, const struct oracle_plan *p, const struc
 		json_object_array_add(cases, jc);
 	}
 	json_object_object_add(root, "cases", cases);
+	return root;
+}
+
+int oracle_write_json(const char *path, json_object *root, int force, struct diag *d)
+{
+	struct out_file of;
+
 	/* Through the one safe opener: json_object_to_file_ext() followed a
-	 * symlink planted at the path and truncated what it pointed to. The
-	 * oracle has no --force, so an existing path is refused. */
-	if (out_file_open(&of, path, 0, d)) {
-		json_object_put(root);
+	 * symlink planted at the path and truncated what it pointed to. */
+	if (out_file_open(&of, path, force, d))
 		return -1;
-	}
 	fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 						       JSON_C_TO_STRING_NOSLASHESCAPE),
 	      of.f);
-	json_object_put(root);
 	return out_file_commit(&of, d);
 }
 
