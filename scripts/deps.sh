@@ -41,6 +41,8 @@ TEST=(
 	chromium fonts-dejavu-core
 	# SVG checks (xmllint)
 	libxml2-utils
+	# the oracle gate's JUnit read back by a JUnit tool (test_oracle_gate)
+	python3-junitparser
 	# targets: Debian's 3.11 (USDT probes) and its debug build (python3.11d);
 	# a sid chroot for 3.14/3.15 (scripts/targets.sh)
 	python3.11 python3.11-dbg mmdebstrap debian-archive-keyring
