@@ -837,6 +837,13 @@ int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *c
 		"gate: alpha=%g two-sided, Holm over %zu tests; min_Δ: the change seen with "
 		"power %g at alpha/%zu\n",
 		o->alpha, nrows, o->power, nrows);
+	/* Measured (docs/oracle-gate.md): one run a side sees the noise of
+	 * sampling within its window, not the spread between targets and
+	 * machine load, and called 7-10% of rows worse for the same samplers. */
+	if (bruns < 2 || cruns < 2)
+		fprintf(f, "gate: note: runs=1 on a side: the tests see sampling noise within one "
+			   "window, not between runs; for a gate use --runs 3 or more on both "
+			   "(docs/oracle-gate.md)\n");
 	fprintf(f, "%-20s %-16s %-12s %10s %10s %10s %9s %8s  %-7s %s\n", "case", "mode", "metric",
 		"baseline", "new", "Δ", "min_Δ", "p_holm", "verdict", "test");
 	for (size_t i = 0; i < nrows; i++) {
