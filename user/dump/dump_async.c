@@ -230,6 +230,8 @@ int dump_async(struct py_process *p, int nonblocking, int json, struct diag *d)
 		ret = EXIT_FAIL;
 	}
 	if (ret == EXIT_OK) {
+		/* After the resume: names cost the target nothing. */
+		py_asyncio_name(p, &c.a, &c.g);
 		c.first = calloc(c.g.n + 1, sizeof(int));
 		c.next = calloc(c.g.n + 1, sizeof(int));
 		c.shown = calloc(c.g.n + 1, 1);

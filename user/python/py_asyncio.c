@@ -22,6 +22,8 @@ enum tkind {
 	TK_GEN,	 /* "generator" */
 	TK_STR,
 	TK_INT,
+	TK_METHOD, /* "method": a bound method */
+	TK_GATHER, /* "_GatheringFuture": asyncio.gather's future */
 };
 
 /* PyTypeObject.tp_name: after the variable-size object header in every
@@ -39,10 +41,11 @@ static int type_kind(struct py_process *p, struct py_asyncio *a, uint64_t type)
 	static const struct {
 		const char *name;
 		int kind;
-	} names[] = {
-	    {"coroutine", TK_CORO}, {"generator", TK_GEN}, {"str", TK_STR}, {"int", TK_INT}};
+	} names[] = {{"coroutine", TK_CORO}, {"generator", TK_GEN},
+		     {"str", TK_STR},	     {"int", TK_INT},
+		     {"method", TK_METHOD},  {"_GatheringFuture", TK_GATHER}};
 	uint64_t tp_name;
-	char buf[16];
+	char buf[24];
 	int kind = TK_OTHER;
 
 	if (!type)
@@ -376,31 +379,53 @@ static void name_obj(struct reader *R, uint64_t name, char *out, size_t cap)
 	out[0] = 0;
 }
 
-/* A task's fields, its state and its coroutine chain. */
+/* Bytes of a task object read at once (TaskObj is 144 to 176 bytes). */
+#define TASK_BLOCK 512
+
+static uint64_t field_u64(const uint8_t *b, unsigned off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* PyMethodObject.im_self and FutureObj's first callback, every version. */
+#define METHOD_SELF    24
+#define TASK_CALLBACK0 24
+
+/* A task's fields, its state and its coroutine chain: the task in one
+ * read, each coroutine of the chain in one or two. */
 static void read_task(struct reader *R, struct py_task *t)
 {
 	const struct py_async *as = &R->p->extra.async;
 	struct mem_reader *m = &R->p->mem;
-	uint64_t name = 0, gen;
-	uint32_t state = 0;
+	uint8_t tb[TASK_BLOCK], cb[CORO_BLOCK + 8];
+	uint64_t gen;
+	uint32_t state;
 	struct frame_rec chain[PY_TASK_FRAMES];
-	unsigned n = 0;
+	unsigned n = 0, size = as->task_size < TASK_BLOCK ? as->task_size : TASK_BLOCK;
 
-	if (rd(m, t->addr + as->task_coro, &t->coro) || rd(m, t->addr + as->task_name, &name) ||
-	    mem_read(m, &state, sizeof(state), t->addr + as->task_state)) {
+	if (size < (unsigned)as->task_name + 8 || mem_read(m, tb, size, t->addr)) {
 		R->g->unreadable++;
-		snprintf(t->name, sizeof(t->name), "<unreadable>");
 		return;
 	}
+	t->coro = field_u64(tb, as->task_coro);
+	t->name_obj = field_u64(tb, as->task_name);
+	t->waiter = field_u64(tb, as->task_fut_waiter);
+	t->callback0 = field_u64(tb, TASK_CALLBACK0);
+	if (as->task_awaited_by) {
+		t->awaited_by = field_u64(tb, as->task_awaited_by);
+		t->awaited_by_is_set = tb[as->task_awaited_by_is_set];
+	}
+	memcpy(&state, tb + as->task_state, sizeof(state));
 	t->state = state == PY_FUT_FINISHED    ? PY_TASK_DONE
 		   : state == PY_FUT_CANCELLED ? PY_TASK_CANCELLED
 					       : PY_TASK_PENDING;
-	name_obj(R, name, t->name, sizeof(t->name));
-	if (!t->name[0])
-		snprintf(t->name, sizeof(t->name), "Task at 0x%" PRIx64, t->addr);
 	/* Outermost coroutine first; each link's awaited coroutine next. */
 	for (gen = t->coro; gen;) {
 		struct coro_link l;
+		__u64 type;
 		int k;
 
 		if (n == PY_TASK_FRAMES) {
@@ -408,8 +433,10 @@ static void read_task(struct reader *R, struct py_task *t)
 			R->g->cut_chains++;
 			break;
 		}
-		k = kind_of(R->p, R->a, gen);
-		if ((k != TK_CORO && k != TK_GEN) || coro_step(m, &as->coro, gen, &l) || !l.code)
+		if (coro_step(m, &as->coro, R->p->cfg.off.ob_type, gen, cb, &type, &l))
+			break;
+		k = type_kind(R->p, R->a, type);
+		if ((k != TK_CORO && k != TK_GEN) || !l.code)
 			break;
 		chain[n].code = l.code;
 		chain[n].instr = (int32_t)(l.instr - l.code);
@@ -427,6 +454,19 @@ static void read_task(struct reader *R, struct py_task *t)
 		t->frames[i] = chain[n - 1 - i];
 }
 
+void py_asyncio_name(struct py_process *p, struct py_asyncio *a, struct py_task_graph *g)
+{
+	struct reader R = {.p = p, .a = a, .g = g};
+
+	for (size_t i = 0; i < g->n; i++) {
+		struct py_task *t = &g->v[i];
+
+		name_obj(&R, t->name_obj, t->name, sizeof(t->name));
+		if (!t->name[0])
+			snprintf(t->name, sizeof(t->name), "Task at 0x%" PRIx64, t->addr);
+	}
+}
+
 static void await_edge(struct reader *R, uint64_t child, uint64_t parent)
 {
 	struct py_task *c = (struct py_task *)py_task_find(R->g, child);
@@ -439,20 +479,29 @@ static void await_edge(struct reader *R, uint64_t child, uint64_t parent)
 }
 
 /* 3.11-3.13: a task awaits what its fut_waiter holds: a task, or a
- * gather's future whose _children are the tasks. */
+ * gather's future whose _children are the tasks. A TaskGroup's parent
+ * awaits a plain future instead: its children are found by their first
+ * done callback, the group's _on_task_done, whose group names the parent. */
 static void edges_from_waiter(struct reader *R, struct py_task *t)
 {
-	static const char *const kids[] = {"_children"};
+	static const char *const kids[] = {"_children"}, *const parent[] = {"_parent_task"};
 	const struct py_async *as = &R->p->extra.async;
-	uint64_t w, list = 0, size, items, chunk[64];
+	uint64_t w = t->waiter, list = 0, size, items, chunk[64], self, pt = 0;
 
-	if (rd(&R->p->mem, t->addr + as->task_fut_waiter, &w) || !w)
+	if (t->callback0 && kind_of(R->p, R->a, t->callback0) == TK_METHOD &&
+	    !rd(&R->p->mem, t->callback0 + METHOD_SELF, &self) && self &&
+	    pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, self, parent, &pt,
+			1) == 1 &&
+	    is_task(R, pt))
+		await_edge(R, t->addr, pt);
+	if (!w)
 		return;
 	if (is_task(R, w)) {
 		await_edge(R, w, t->addr);
 		return;
 	}
-	if (pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, w, kids, &list,
+	if (kind_of(R->p, R->a, w) != TK_GATHER ||
+	    pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, w, kids, &list,
 			1) != 1 ||
 	    !list || rd(&R->p->mem, list + as->list_size, &size) ||
 	    rd(&R->p->mem, list + as->list_items, &items))
@@ -479,14 +528,11 @@ static void edge_to(struct reader *R, uint64_t parent, uint64_t child)
 
 static void edges_from_awaited_by(struct reader *R, struct py_task *t)
 {
-	const struct py_async *as = &R->p->extra.async;
-	uint64_t ab;
-	uint8_t is_set = 0;
+	uint64_t ab = t->awaited_by;
 
-	if (rd(&R->p->mem, t->addr + as->task_awaited_by, &ab) || !ab ||
-	    mem_read(&R->p->mem, &is_set, 1, t->addr + as->task_awaited_by_is_set))
+	if (!ab)
 		return;
-	if (!is_set) {
+	if (!t->awaited_by_is_set) {
 		await_edge(R, t->addr, ab);
 		return;
 	}

@@ -44,8 +44,10 @@ struct py_task {
 	uint8_t state;	    /* enum py_task_state */
 	uint8_t nframes;
 	uint8_t frames_cut; /* the chain went on past PY_TASK_FRAMES, or looped */
-	uint8_t pad;
-	char name[PY_TASK_NAME_CAP];
+	uint8_t awaited_by_is_set;
+	/* Fields as read while stopped, for the edges and the names. */
+	uint64_t name_obj, waiter, awaited_by, callback0;
+	char name[PY_TASK_NAME_CAP]; /* py_asyncio_name(): "" before */
 	/* Its coroutine chain, leaf (innermost await) first, as the walker
 	 * records frames: instr the instruction pointer's byte offset from
 	 * the code object, fingerprint 0 (read when named). */
@@ -88,10 +90,16 @@ int py_asyncio_init(struct py_process *p, struct py_asyncio *a, struct diag *d);
  * a is ready (a->k filled for the kernel), 0 while not. Cheap to repeat. */
 int py_asyncio_find(struct py_process *p, struct py_asyncio *a);
 
-/* Every task of p now, into g (emptied first). Returns the task count, or
- * -1 with d set when p cannot be read at all. */
+/* Every task of p now, into g (emptied first): addresses, states, who
+ * awaits whom, coroutine chains, but not the names (a few reads each:
+ * dump reads them after the target is resumed). Returns the task count,
+ * or -1 with d set when p cannot be read at all. */
 int py_asyncio_read(struct py_process *p, struct py_asyncio *a, struct py_task_graph *g,
 		    struct diag *d);
+
+/* The names of g's tasks (str, or Task-N for an int), escaped only when
+ * printed; "Task at 0x…" where neither reads. */
+void py_asyncio_name(struct py_process *p, struct py_asyncio *a, struct py_task_graph *g);
 
 const struct py_task *py_task_find(const struct py_task_graph *g, uint64_t addr);
 

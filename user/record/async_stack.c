@@ -108,6 +108,7 @@ static const struct py_task *verified(struct rec_target *t, const struct task_re
 
 		if (py_asyncio_read(t->proc, &at->a, &at->g, &d) < 0)
 			return NULL;
+		py_asyncio_name(t->proc, &at->a, &at->g);
 	}
 	st->graph_reads++;
 	k = py_task_find(&at->g, tr->task);
