@@ -126,56 +126,67 @@ struct coro_link {
 #define CORO_BLOCK_MASK (CORO_BLOCK - 1)
 
 /*
- * Read the coroutine (or generator) at gen into link, with buf (CORO_BLOCK
- * + 8 bytes) as scratch: the object and its frame in one read where the
- * block is mapped, field by field where it is not (an object at a
- * mapping's end). Returns 0, or -1 when it cannot be read. *type gets the
- * object's type (at ob_type), so that the caller decides, from the
- * awaited object's type, whether to follow it.
+ * The link of the coroutine (or generator) at gen from buf, CORO_BLOCK
+ * bytes read at gen; *type gets its type (at ob_type), so that the caller
+ * decides, from the awaited object's type, whether to follow it. Returns
+ * the address of the stack slot holding the awaited object, 0 when the
+ * frame is not suspended in an await.
+ */
+WALK_INLINE __u64 coro_parse(const struct coro_layout *L, __u16 ob_type, __u64 gen, const __u8 *buf,
+			     __u64 *type, struct coro_link *link)
+{
+	__u32 fo = L->gen_iframe;
+	__u64 top;
+	__s8 state;
+
+	*type = walk_u64(buf, ob_type, CORO_BLOCK_MASK);
+	state = (__s8)buf[L->gen_frame_state & CORO_BLOCK_MASK];
+	link->code = walk_u64(buf, fo + L->frame_code, CORO_BLOCK_MASK) & L->ref_mask;
+	link->instr = walk_u64(buf, fo + L->frame_instr, CORO_BLOCK_MASK);
+	link->awaits = 0;
+	link->state = state;
+	if (state != L->state_awaiting && state != L->state_awaiting2)
+		return 0;
+	if (L->stack_is_pointer) {
+		top = walk_u64(buf, fo + L->frame_stack, CORO_BLOCK_MASK);
+		return top - (__u64)L->await_slot * 8;
+	} else {
+		__s32 count = (__s32)walk_u32(buf, fo + L->frame_stack, CORO_BLOCK_MASK);
+
+		if (count < (__s32)L->await_slot || count > 1 << 20)
+			return 0;
+		return gen + fo + L->frame_localsplus + ((__u64)count - L->await_slot) * 8;
+	}
+}
+
+/* The awaited object in the slot coro_parse() named, untagged. */
+WALK_INLINE void coro_awaits(WALK_READER_T *r, const struct coro_layout *L, __u64 slot,
+			     struct coro_link *link)
+{
+	if (slot && !walk_read_ptr(r, slot, &link->awaits))
+		link->awaits &= L->ref_mask;
+}
+
+/*
+ * Read the coroutine at gen into link, with buf (CORO_BLOCK + 8 bytes) as
+ * scratch: the object and its frame in one read. Returns 0, or -1 when it
+ * cannot be read (the block may reach past its mapping for an object at
+ * the mapping's end: such a generator is not followed).
  */
 WALK_INLINE int coro_step(WALK_READER_T *r, const struct coro_layout *L, __u16 ob_type, __u64 gen,
 			  __u8 *buf, __u64 *type, struct coro_link *link)
 {
-	__u64 frame = gen + L->gen_iframe, top = 0, slot;
-	__u32 fo = L->gen_iframe;
-	__s8 state = 0;
+	__u64 slot;
 
 	link->code = 0;
 	link->instr = 0;
 	link->awaits = 0;
 	link->state = 0;
 	*type = 0;
-	if (!WALK_READ(r, buf, CORO_BLOCK, gen)) {
-		*type = walk_u64(buf, ob_type, CORO_BLOCK_MASK);
-		state = (__s8)buf[L->gen_frame_state & CORO_BLOCK_MASK];
-		link->code = walk_u64(buf, fo + L->frame_code, CORO_BLOCK_MASK);
-		link->instr = walk_u64(buf, fo + L->frame_instr, CORO_BLOCK_MASK);
-		top = L->stack_is_pointer ? walk_u64(buf, fo + L->frame_stack, CORO_BLOCK_MASK)
-					  : walk_u32(buf, fo + L->frame_stack, CORO_BLOCK_MASK);
-	} else if (walk_read_ptr(r, gen + ob_type, type) ||
-		   WALK_READ(r, &state, sizeof(state), gen + L->gen_frame_state) ||
-		   walk_read_ptr(r, frame + L->frame_code, &link->code) ||
-		   walk_read_ptr(r, frame + L->frame_instr, &link->instr) ||
-		   walk_read_ptr(r, frame + L->frame_stack, &top)) {
+	if (WALK_READ(r, buf, CORO_BLOCK, gen))
 		return -1;
-	} else if (!L->stack_is_pointer) {
-		top &= 0xffffffffULL; /* an int */
-	}
-	link->code &= L->ref_mask;
-	link->state = state;
-	if (state != L->state_awaiting && state != L->state_awaiting2)
-		return 0;
-	if (L->stack_is_pointer) {
-		slot = top - (__u64)L->await_slot * 8;
-	} else {
-		__s32 count = (__s32)top;
-
-		if (count < (__s32)L->await_slot || count > 1 << 20)
-			return 0;
-		slot = frame + L->frame_localsplus + ((__u64)count - L->await_slot) * 8;
-	}
-	if (!walk_read_ptr(r, slot, &link->awaits))
-		link->awaits &= L->ref_mask;
+	slot = coro_parse(L, ob_type, gen, buf, type, link);
+	coro_awaits(r, L, slot, link);
 	return 0;
 }
 

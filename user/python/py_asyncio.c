@@ -70,6 +70,14 @@ static int type_kind(struct py_process *p, struct py_asyncio *a, uint64_t type)
 	return kind;
 }
 
+static uint64_t field_u64(const uint8_t *b, unsigned off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
 static int kind_of(struct py_process *p, struct py_asyncio *a, uint64_t obj)
 {
 	uint64_t type;
@@ -255,14 +263,15 @@ static struct py_task *add_task(struct reader *R, uint64_t addr)
 	return &g->v[g->n++];
 }
 
-/* Call fn for each key of the set at set (PySetObject: a table of
- * (key, hash) entries, mask + 1 of them). Dummies and empty slots are
- * passed too: fn checks what it gets. */
-static void set_each(struct reader *R, uint64_t set,
-		     void (*fn)(struct reader *, uint64_t, uint64_t), uint64_t arg)
+/* Call fn with the keys of the set at set (PySetObject: a table of
+ * (key, hash) entries, mask + 1 of them), up to 128 at a time, empty slots
+ * left out. Dummies are passed too: fn checks what it gets. */
+typedef void (*keys_fn)(struct reader *, const uint64_t *, size_t, uint64_t);
+
+static void set_each(struct reader *R, uint64_t set, keys_fn fn, uint64_t arg)
 {
 	const struct py_async *as = &R->p->extra.async;
-	uint64_t mask, table, chunk[2 * 128];
+	uint64_t mask, table, chunk[2 * 128], keys[128];
 
 	if (!set || rd(&R->p->mem, set + as->set_mask, &mask) ||
 	    rd(&R->p->mem, set + as->set_table, &table) || !table)
@@ -273,28 +282,57 @@ static void set_each(struct reader *R, uint64_t set,
 	}
 	for (uint64_t i = 0; i <= mask; i += 128) {
 		uint64_t n = mask + 1 - i < 128 ? mask + 1 - i : 128;
+		size_t nk = 0;
 
 		if (mem_read(&R->p->mem, chunk, n * 16, table + i * 16))
 			return;
 		for (uint64_t k = 0; k < n; k++)
 			if (chunk[2 * k])
-				fn(R, chunk[2 * k], arg);
+				keys[nk++] = chunk[2 * k];
+		if (nk)
+			fn(R, keys, nk, arg);
 	}
 }
 
-static void add_if_task(struct reader *R, uint64_t obj, uint64_t unused)
+/* Add the objects among objs[0..n) that are tasks: their headers in one
+ * call (mem_read_each), where a task's type is asyncio's Task, or (3.14+)
+ * its is_task byte is set. */
+static void add_tasks(struct reader *R, const uint64_t *objs, size_t n, uint64_t unused)
 {
+	const struct py_async *as = &R->p->extra.async;
+	uint8_t hdr[128][16], ok[128];
+
 	(void)unused;
-	if (is_task(R, obj))
-		add_task(R, obj);
+	if (n > 128)
+		n = 128;
+	if (as->model == PY_ASYNC_DEBUG) {
+		for (size_t k = 0; k < n; k++)
+			if (is_task(R, objs[k]))
+				add_task(R, objs[k]);
+		return;
+	}
+	mem_read_each(&R->p->mem, hdr, sizeof(hdr[0]), objs, n, ok);
+	for (size_t k = 0; k < n; k++)
+		if (ok[k] && objs[k] && field_u64(hdr[k], R->p->cfg.off.ob_type) == R->a->task_type)
+			add_task(R, objs[k]);
 }
 
-static void add_weak_task(struct reader *R, uint64_t ref, uint64_t unused)
+/* The referents of the weak references refs[0..n), then those that are
+ * tasks: two calls for up to 128. */
+static void add_weak_tasks(struct reader *R, const uint64_t *refs, size_t n, uint64_t unused)
 {
-	uint64_t obj;
+	uint8_t wr[128][24], ok[128];
+	uint64_t objs[128];
+	size_t no = 0;
 
-	if (!rd(&R->p->mem, ref + R->p->extra.async.weakref_object, &obj))
-		add_if_task(R, obj, unused);
+	if (n > 128)
+		n = 128;
+	mem_read_each(&R->p->mem, wr, sizeof(wr[0]), refs, n, ok);
+	for (size_t k = 0; k < n; k++)
+		if (ok[k])
+			objs[no++] = field_u64(wr[k], R->p->extra.async.weakref_object);
+	if (no)
+		add_tasks(R, objs, no, unused);
 }
 
 /* A WeakSet's tasks: its "data" set of weak references. */
@@ -305,7 +343,7 @@ static void weakset_tasks(struct reader *R, uint64_t ws)
 
 	if (ws && pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, ws, data,
 			      &set, 1) == 1)
-		set_each(R, set, add_weak_task, 0);
+		set_each(R, set, add_weak_tasks, 0);
 }
 
 /* 3.14+: a circular list of task_node links from head (an llist_node). */
@@ -382,34 +420,16 @@ static void name_obj(struct reader *R, uint64_t name, char *out, size_t cap)
 /* Bytes of a task object read at once (TaskObj is 144 to 176 bytes). */
 #define TASK_BLOCK 512
 
-static uint64_t field_u64(const uint8_t *b, unsigned off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 /* PyMethodObject.im_self and FutureObj's first callback, every version. */
 #define METHOD_SELF    24
 #define TASK_CALLBACK0 24
 
-/* A task's fields, its state and its coroutine chain: the task in one
- * read, each coroutine of the chain in one or two. */
-static void read_task(struct reader *R, struct py_task *t)
+/* A task's fields and state, from its object's first bytes (tb). */
+static void parse_task(struct reader *R, struct py_task *t, const uint8_t *tb)
 {
 	const struct py_async *as = &R->p->extra.async;
-	struct mem_reader *m = &R->p->mem;
-	uint8_t tb[TASK_BLOCK], cb[CORO_BLOCK + 8];
-	uint64_t gen;
 	uint32_t state;
-	struct frame_rec chain[PY_TASK_FRAMES];
-	unsigned n = 0, size = as->task_size < TASK_BLOCK ? as->task_size : TASK_BLOCK;
 
-	if (size < (unsigned)as->task_name + 8 || mem_read(m, tb, size, t->addr)) {
-		R->g->unreadable++;
-		return;
-	}
 	t->coro = field_u64(tb, as->task_coro);
 	t->name_obj = field_u64(tb, as->task_name);
 	t->waiter = field_u64(tb, as->task_fut_waiter);
@@ -422,36 +442,171 @@ static void read_task(struct reader *R, struct py_task *t)
 	t->state = state == PY_FUT_FINISHED    ? PY_TASK_DONE
 		   : state == PY_FUT_CANCELLED ? PY_TASK_CANCELLED
 					       : PY_TASK_PENDING;
-	/* Outermost coroutine first; each link's awaited coroutine next. */
-	for (gen = t->coro; gen;) {
-		struct coro_link l;
-		__u64 type;
-		int k;
+}
 
-		if (n == PY_TASK_FRAMES) {
-			t->frames_cut = 1;
-			R->g->cut_chains++;
-			break;
+/* Tasks read per batch: a handful of process_vm_readv calls for all of
+ * them (mem_read_each): their objects, then their chains level by level
+ * (each coroutine's block, then the slots holding what it awaits), then
+ * the headers of what they wait on. */
+#define TASK_BATCH 64
+
+struct chain_walk {
+	uint64_t gen;
+	unsigned n, k; /* links so far; index of its task in the batch */
+	struct frame_rec chain[PY_TASK_FRAMES];
+};
+
+/* Store the chain walked, outermost first as followed, leaf first. */
+static void chain_done(struct py_task *t, const struct chain_walk *w)
+{
+	t->nframes = (uint8_t)w->n;
+	for (unsigned f = 0; f < w->n; f++)
+		t->frames[f] = w->chain[w->n - 1 - f];
+}
+
+static void read_chains(struct reader *R, struct py_task *const *ts, size_t n)
+{
+	const struct py_async *as = &R->p->extra.async;
+	static struct chain_walk w[TASK_BATCH];
+	static uint8_t cb[TASK_BATCH][CORO_BLOCK + 8];
+	uint64_t addrs[TASK_BATCH], slots[TASK_BATCH], aw[TASK_BATCH];
+	uint8_t ok[TASK_BATCH];
+	size_t na = 0;
+
+	for (size_t k = 0; k < n; k++)
+		if (ts[k]->coro)
+			w[na++] = (struct chain_walk){.gen = ts[k]->coro, .k = (unsigned)k};
+	/* Each turn moves every chain still going one link on. */
+	for (unsigned depth = 0; na && depth <= PY_TASK_FRAMES; depth++) {
+		size_t nn = 0, ns = 0;
+
+		for (size_t i = 0; i < na; i++)
+			addrs[i] = w[i].gen;
+		mem_read_each(&R->p->mem, cb, sizeof(cb[0]), addrs, na, ok);
+		for (size_t i = 0; i < na; i++) {
+			struct py_task *t = ts[w[i].k];
+			struct coro_link l;
+			__u64 type = 0;
+			int kind;
+
+			slots[i] = 0;
+			if (!ok[i]) {
+				chain_done(t, &w[i]);
+				continue;
+			}
+			slots[i] = coro_parse(&as->coro, R->p->cfg.off.ob_type, w[i].gen, cb[i],
+					      &type, &l);
+			kind = type_kind(R->p, R->a, type);
+			if ((kind != TK_CORO && kind != TK_GEN) || !l.code) {
+				slots[i] = 0;
+				chain_done(t, &w[i]);
+				continue;
+			}
+			if (w[i].n == PY_TASK_FRAMES) {
+				t->frames_cut = 1;
+				R->g->cut_chains++;
+				slots[i] = 0;
+				chain_done(t, &w[i]);
+				continue;
+			}
+			w[i].chain[w[i].n].code = l.code;
+			w[i].chain[w[i].n].instr = (int32_t)(l.instr - l.code);
+			w[i].chain[w[i].n].fingerprint = 0;
+			w[i].n++;
+			if (slots[i])
+				addrs[ns++] = slots[i];
+			else
+				chain_done(t, &w[i]);
 		}
-		if (coro_step(m, &as->coro, R->p->cfg.off.ob_type, gen, cb, &type, &l))
-			break;
-		k = type_kind(R->p, R->a, type);
-		if ((k != TK_CORO && k != TK_GEN) || !l.code)
-			break;
-		chain[n].code = l.code;
-		chain[n].instr = (int32_t)(l.instr - l.code);
-		chain[n].fingerprint = 0;
-		n++;
-		if (l.awaits == gen) {
-			t->frames_cut = 1;
-			R->g->cut_chains++;
-			break;
+		if (ns)
+			mem_read_each(&R->p->mem, aw, sizeof(aw[0]), addrs, ns, ok);
+		for (size_t i = 0, s = 0; i < na; i++) {
+			uint64_t next;
+
+			if (!slots[i])
+				continue;
+			next = ok[s] ? aw[s] & as->coro.ref_mask : 0;
+			s++;
+			if (!next || next == w[i].gen) {
+				if (next) {
+					ts[w[i].k]->frames_cut = 1;
+					R->g->cut_chains++;
+				}
+				chain_done(ts[w[i].k], &w[i]);
+				continue;
+			}
+			w[i].gen = next;
+			w[nn++] = w[i];
 		}
-		gen = l.awaits;
+		na = nn;
 	}
-	t->nframes = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++)
-		t->frames[i] = chain[n - 1 - i];
+	for (size_t i = 0; i < na; i++) /* past the turns: cut */
+		chain_done(ts[w[i].k], &w[i]);
+}
+
+/* The types of what each task waits on and of its first done callback,
+ * for the edges: one call for a batch. */
+static void read_edge_types(struct reader *R, struct py_task *const *ts, size_t n)
+{
+	uint8_t hdr[2 * TASK_BATCH][16], ok[2 * TASK_BATCH];
+	uint64_t addrs[2 * TASK_BATCH];
+	size_t m = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (ts[k]->waiter)
+			addrs[m++] = ts[k]->waiter;
+		if (ts[k]->callback0)
+			addrs[m++] = ts[k]->callback0;
+	}
+	if (m)
+		mem_read_each(&R->p->mem, hdr, sizeof(hdr[0]), addrs, m, ok);
+	for (size_t k = 0, i = 0; k < n; k++) {
+		if (ts[k]->waiter) {
+			ts[k]->waiter_type = ok[i] ? field_u64(hdr[i], R->p->cfg.off.ob_type) : 0;
+			i++;
+		}
+		if (ts[k]->callback0) {
+			ts[k]->callback0_type =
+			    ok[i] ? field_u64(hdr[i], R->p->cfg.off.ob_type) : 0;
+			i++;
+		}
+	}
+}
+
+static void read_tasks(struct reader *R)
+{
+	const struct py_async *as = &R->p->extra.async;
+	struct py_task_graph *g = R->g;
+	unsigned size = as->task_size < TASK_BLOCK ? as->task_size : TASK_BLOCK;
+	static uint8_t tb[TASK_BATCH][TASK_BLOCK];
+	uint64_t addrs[TASK_BATCH];
+	uint8_t ok[TASK_BATCH];
+	struct py_task *ts[TASK_BATCH];
+
+	if (size < (unsigned)as->task_name + 8)
+		return;
+	for (size_t i0 = 0; i0 < g->n; i0 += TASK_BATCH) {
+		size_t n = g->n - i0 < TASK_BATCH ? g->n - i0 : TASK_BATCH, nt = 0;
+
+		for (size_t k = 0; k < n; k++)
+			addrs[k] = g->v[i0 + k].addr;
+		/* TASK_BLOCK bytes each, more than a task: one whose block
+		 * fails is read again at its size. */
+		mem_read_each(&R->p->mem, tb, TASK_BLOCK, addrs, n, ok);
+		for (size_t k = 0; k < n; k++) {
+			struct py_task *t = &g->v[i0 + k];
+
+			if (!ok[k] && mem_read(&R->p->mem, tb[k], size, t->addr)) {
+				R->g->unreadable++;
+				continue;
+			}
+			parse_task(R, t, tb[k]);
+			ts[nt++] = t;
+		}
+		read_chains(R, ts, nt);
+		if (as->model == PY_ASYNC_SETS)
+			read_edge_types(R, ts, nt);
+	}
 }
 
 void py_asyncio_name(struct py_process *p, struct py_asyncio *a, struct py_task_graph *g)
@@ -488,7 +643,7 @@ static void edges_from_waiter(struct reader *R, struct py_task *t)
 	const struct py_async *as = &R->p->extra.async;
 	uint64_t w = t->waiter, list = 0, size, items, chunk[64], self, pt = 0;
 
-	if (t->callback0 && kind_of(R->p, R->a, t->callback0) == TK_METHOD &&
+	if (t->callback0 && type_kind(R->p, R->a, t->callback0_type) == TK_METHOD &&
 	    !rd(&R->p->mem, t->callback0 + METHOD_SELF, &self) && self &&
 	    pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, self, parent, &pt,
 			1) == 1 &&
@@ -496,11 +651,11 @@ static void edges_from_waiter(struct reader *R, struct py_task *t)
 		await_edge(R, t->addr, pt);
 	if (!w)
 		return;
-	if (is_task(R, w)) {
+	if (t->waiter_type == R->a->task_type) {
 		await_edge(R, w, t->addr);
 		return;
 	}
-	if (kind_of(R->p, R->a, w) != TK_GATHER ||
+	if (type_kind(R->p, R->a, t->waiter_type) != TK_GATHER ||
 	    pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, w, kids, &list,
 			1) != 1 ||
 	    !list || rd(&R->p->mem, list + as->list_size, &size) ||
@@ -521,9 +676,10 @@ static void edges_from_waiter(struct reader *R, struct py_task *t)
 }
 
 /* 3.14+: a task's awaited_by: one object, or a set of them. */
-static void edge_to(struct reader *R, uint64_t parent, uint64_t child)
+static void edge_to(struct reader *R, const uint64_t *parents, size_t n, uint64_t child)
 {
-	await_edge(R, child, parent);
+	for (size_t k = 0; k < n; k++)
+		await_edge(R, child, parents[k]);
 }
 
 static void edges_from_awaited_by(struct reader *R, struct py_task *t)
@@ -544,7 +700,7 @@ static void edges_from_awaited_by(struct reader *R, struct py_task *t)
 static int add_current(void *ctx, uint64_t loop, uint64_t task)
 {
 	(void)loop;
-	add_if_task(ctx, task, 0);
+	add_tasks(ctx, &task, 1, 0);
 	return 0;
 }
 
@@ -589,12 +745,11 @@ int py_asyncio_read(struct py_process *p, struct py_asyncio *a, struct py_task_g
 	} else {
 		weakset_tasks(&R, a->all_tasks);
 		weakset_tasks(&R, a->scheduled);
-		set_each(&R, a->eager, add_if_task, 0);
+		set_each(&R, a->eager, add_tasks, 0);
 		pydict_scan(&p->mem, &p->extra.obj, a->current, add_current, &R);
 	}
 	dedup(g);
-	for (size_t i = 0; i < g->n; i++)
-		read_task(&R, &g->v[i]);
+	read_tasks(&R);
 	for (size_t i = 0; i < g->n; i++) {
 		if (as->model == PY_ASYNC_DEBUG)
 			edges_from_awaited_by(&R, &g->v[i]);

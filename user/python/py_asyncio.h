@@ -47,7 +47,8 @@ struct py_task {
 	uint8_t awaited_by_is_set;
 	/* Fields as read while stopped, for the edges and the names. */
 	uint64_t name_obj, waiter, awaited_by, callback0;
-	char name[PY_TASK_NAME_CAP]; /* py_asyncio_name(): "" before */
+	uint64_t waiter_type, callback0_type; /* 3.11-3.13 */
+	char name[PY_TASK_NAME_CAP];	      /* py_asyncio_name(): "" before */
 	/* Its coroutine chain, leaf (innermost await) first, as the walker
 	 * records frames: instr the instruction pointer's byte offset from
 	 * the code object, fingerprint 0 (read when named). */
