@@ -28,6 +28,7 @@ async def worker(k):
 
 async def main():
     ws = [asyncio.create_task(worker(k), name=f"worker-{k}") for k in (1, 2, 3)]
+    await asyncio.sleep(0.2)  # every fetch task exists and runs
     print("ready", flush=True)
     await asyncio.gather(*ws)
 
