@@ -55,3 +55,17 @@ for m in 3.14 3.15; do
 		echo "dump_debug_offsets: no $SID/usr/bin/python$m, $m skipped" >&2
 	fi
 done
+
+# And the asyncio module's _Py_AsyncioModuleDebugOffsets (.AsyncioDebug):
+# in the _asyncio extension on 3.14, in the interpreter's file on 3.15.
+for pair in "3.14 $SID/usr/lib/python3.14/lib-dynload/_asyncio.cpython-314-x86_64-linux-gnu.so" \
+	"3.15 $SID/usr/bin/python3.15"; do
+	minor=${pair%% *}
+	file=$(readlink -f "${pair#* }" 2>/dev/null || true)
+	if [ -z "$file" ] || [ ! -f "$file" ]; then
+		echo "dump_debug_offsets: no $minor asyncio module, skipped" >&2
+		continue
+	fi
+	objcopy -O binary --only-section=.AsyncioDebug "$file" "$OUTDIR/asyncio_debug_$minor.bin"
+	echo "dump_debug_offsets: $OUTDIR/asyncio_debug_$minor.bin from $file"
+done

@@ -37,8 +37,13 @@ for dir in "$PYENV"/3.*; do
 	# offsets, so "ceval.gil.locked" is a lookup, not arithmetic.
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
 	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
-		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject; do
+		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject \
+		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
+	done
+	# asyncio's TaskObj lives in the _asyncio extension's DWARF (3.11-3.13).
+	for so in "$dir"/lib/python"$minor"/lib-dynload/_asyncio.*.so; do
+		[ -f "$so" ] && pahole -E -C TaskObj "$so" 2>/dev/null >>"$tmp/dump" || true
 	done
 	echo "# $minor measured on $lib ($full)" >>"$tmp/out"
 	"$PY" - "$minor" "$tmp/dump" >>"$tmp/out" <<'EOF'
@@ -222,6 +227,26 @@ put("obj.type_cached_keys", off("_heaptypeobject", "ht_cached_keys"))
 put("obj.code_consts", off(CO, "co_consts"))
 put("obj.tuple_size", off("PyTupleObject", "ob_base.ob_size"))
 put("obj.tuple_items", off("PyTupleObject", "ob_item"))
+# asyncio (struct py_async, "async." keys), 3.11-3.13: what py_offsets.c
+# tabulates, and the fixed offsets py_asyncio.c uses (TaskObj's first
+# callback, a bound method's self, a weakref's referent, lists and sets).
+if (3, 11) <= ver <= (3, 13) and "TaskObj" in structs:
+    put("async.task_size", size("TaskObj"))
+    put("async.task_state", off("TaskObj", "task_state"))
+    put("async.task_fut_waiter", off("TaskObj", "task_fut_waiter"))
+    put("async.task_coro", off("TaskObj", "task_coro"))
+    put("async.task_name", off("TaskObj", "task_name"))
+    put("async.task_callback0", off("TaskObj", "task_callback0"))
+    put("async.coro.gen_iframe", off("PyGenObject", "gi_iframe"))
+    put("async.coro.gen_frame_state", off("PyGenObject", "gi_frame_state"))
+    put("async.coro.frame_stack", off(FR, "stacktop"))
+    put("async.coro.frame_localsplus", off(FR, "localsplus"))
+    put("async.set_mask", off("PySetObject", "mask"))
+    put("async.set_table", off("PySetObject", "table"))
+    put("async.list_size", off("PyListObject", "ob_base.ob_size"))
+    put("async.list_items", off("PyListObject", "ob_item"))
+    put("async.weakref_object", off("_PyWeakReference", "wr_object"))
+    put("async.method_self", off("PyMethodObject", "im_self"))
 print("\n".join(out))
 EOF
 done

@@ -128,6 +128,22 @@ static const struct key keys[] = {
     KX(obj.keys_kind),
     KX(obj.keys_nentries),
     KX(obj.keys_indices),
+    KX(async.task_size),
+    KX(async.task_state),
+    KX(async.task_fut_waiter),
+    KX(async.task_coro),
+    KX(async.task_name),
+    KX(async.task_callback0),
+    KX(async.coro.gen_iframe),
+    KX(async.coro.gen_frame_state),
+    KX(async.coro.frame_stack),
+    KX(async.coro.frame_localsplus),
+    KX(async.set_mask),
+    KX(async.set_table),
+    KX(async.list_size),
+    KX(async.list_items),
+    KX(async.weakref_object),
+    KX(async.method_self),
     KX(obj.values_capacity),
     KX(obj.values_valid),
     KX(obj.values_items),
@@ -170,6 +186,26 @@ static uint64_t key_val(const struct key *k, const struct py_offsets *o, const s
 	return 0;
 }
 
+/* x->async the way the product gets it (py_async_offsets): the measured
+ * row up to 3.13, the dumped .AsyncioDebug section from 3.14 (skipped
+ * when this machine has no dump). */
+static void async_layout(unsigned minor, const struct py_offsets *o, struct py_extra *x)
+{
+	struct diag d = {0};
+	char name[64];
+	uint8_t *sec = NULL;
+	size_t len = 0;
+
+	if (minor >= 14) {
+		snprintf(name, sizeof(name), "asyncio_debug_3.%u.bin", minor);
+		if (!(sec = slurp(name, &len)))
+			return;
+	}
+	if (py_async_offsets(o, sec, len, x, &d))
+		fail_msg("3.%u async: %s", minor, d.msg);
+	free(sec);
+}
+
 /* Layout of a minor the way the product gets it: the table up to 3.12, the
  * dumped debug offsets from 3.13. 0 if this machine has no dump. */
 static int layout_of(unsigned minor, struct py_offsets *o, struct py_extra *x)
@@ -184,6 +220,8 @@ static int layout_of(unsigned minor, struct py_offsets *o, struct py_extra *x)
 		rc = py_offsets_for_version(0x030000f0u | (minor << 16), o, x, &d);
 		if (rc)
 			fail_msg("3.%u: %s", minor, d.msg);
+		if (minor == 11 || minor == 12)
+			async_layout(minor, o, x);
 		return 1;
 	}
 	snprintf(name, sizeof(name), "debug_offsets_3.%u.bin", minor);
@@ -194,6 +232,7 @@ static int layout_of(unsigned minor, struct py_offsets *o, struct py_extra *x)
 	free(buf);
 	if (rc)
 		fail_msg("3.%u: %s", minor, d.msg);
+	async_layout(minor, o, x);
 	return 1;
 }
 
@@ -676,6 +715,99 @@ static void test_version_str(void **state)
 	assert_string_equal(py_version_str(0x030b07f0, buf, 4), "3.1");
 }
 
+/*
+ * asyncio on 3.14 and 3.15 from the sections CPython wrote (dumped by
+ * scripts/dump_debug_offsets.sh), checked against the offsets
+ * ../shared/reference/async-opcodes-2026-12.md measured on the same sid
+ * binaries, and every refusal of a hostile section.
+ */
+static void test_async_offsets(void **state)
+{
+	static const struct {
+		unsigned minor;
+		uint32_t running_task, tasks_head, interp_tasks_head;
+		int8_t awaiting, awaiting2;
+		uint8_t slot;
+	} want[] = {{14, 872, 880, 10880, -1, -1, 1}, {15, 1032, 1048, 10856, 2, 3, 2}};
+	struct py_offsets o;
+	struct py_extra x;
+	struct diag d = {0};
+	uint8_t sec[PY_ASYNCIO_DEBUG_SIZE];
+	uint64_t v[13];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct py_async *a = &x.async;
+
+		if (!layout_of(want[i].minor, &o, &x) || !x.async.model) {
+			print_message("3.%u: no dumps on this machine, skipped\n", want[i].minor);
+			continue;
+		}
+		assert_int_equal(a->model, PY_ASYNC_DEBUG);
+		assert_int_equal(a->task_size, 168);
+		assert_int_equal(a->task_coro, 128);
+		assert_int_equal(a->task_name, 136);
+		assert_int_equal(a->task_awaited_by, 96);
+		assert_int_equal(a->task_is_task, 108);
+		assert_int_equal(a->task_awaited_by_is_set, 109);
+		assert_int_equal(a->task_node, 152);
+		assert_int_equal(a->task_state, 104);
+		assert_int_equal(a->task_fut_waiter, 120);
+		assert_int_equal(a->tstate_running_task, want[i].running_task);
+		assert_int_equal(a->tstate_tasks_head, want[i].tasks_head);
+		assert_int_equal(a->interp_tasks_head, want[i].interp_tasks_head);
+		assert_int_equal(a->coro.state_awaiting, want[i].awaiting);
+		assert_int_equal(a->coro.state_awaiting2, want[i].awaiting2);
+		assert_int_equal(a->coro.await_slot, want[i].slot);
+		assert_true(a->coro.stack_is_pointer);
+		assert_true(a->coro.ref_mask == ~3ULL);
+		assert_true(a->coro.gen_iframe >= 48 && a->coro.gen_iframe < 128);
+		assert_true(a->set_table && a->set_mask && a->list_items);
+	}
+
+	/* <= 3.10: refused with a usage error naming the version. */
+	assert_int_equal(py_offsets_for_version(0x030a00f0u, &o, &x, &d), 0);
+	assert_int_equal(py_async_offsets(&o, NULL, 0, &x, &d), -1);
+	assert_int_equal(d.code, EXIT_USAGE);
+	assert_non_null(strstr(d.msg, "3.10"));
+
+	/* 3.14 with no section, a short one, fields outside the task, a
+	 * thread-state offset past the thread state, a moved Future header. */
+	if (!layout_of(14, &o, &x))
+		return;
+	assert_int_equal(py_async_offsets(&o, NULL, 0, &x, &d), -1);
+	assert_int_equal(d.code, EXIT_FAIL);
+	{
+		uint8_t *real;
+		size_t len;
+
+		real = slurp("asyncio_debug_3.14.bin", &len);
+		if (!real)
+			return;
+		assert_int_equal(len, sizeof(sec));
+		memcpy(sec, real, sizeof(sec));
+		free(real);
+	}
+	assert_int_equal(py_async_offsets(&o, sec, sizeof(sec) - 1, &x, &d), -1);
+	assert_int_equal(d.code, EXIT_FAIL);
+	memcpy(v, sec, sizeof(v));
+	v[5] = 1ULL << 40; /* task_coro */
+	assert_int_equal(py_async_offsets(&o, v, sizeof(v), &x, &d), -1);
+	assert_int_equal(d.code, EXIT_FAIL);
+	memcpy(v, sec, sizeof(v));
+	v[11] = v[9]; /* running task at the thread state's size */
+	assert_int_equal(py_async_offsets(&o, v, sizeof(v), &x, &d), -1);
+	assert_int_equal(d.code, EXIT_FAIL);
+	memcpy(v, sec, sizeof(v));
+	v[3] += 8; /* is_task no longer after state */
+	assert_int_equal(py_async_offsets(&o, v, sizeof(v), &x, &d), -1);
+	assert_int_equal(d.code, EXIT_UNSUPPORTED);
+	memcpy(v, sec, sizeof(v));
+	v[0] = UINT64_MAX; /* task size */
+	assert_int_equal(py_async_offsets(&o, v, sizeof(v), &x, &d), -1);
+	assert_int_equal(d.code, EXIT_FAIL);
+}
+
 static void test_gil_addrs(void **state)
 {
 	struct diag d = {0};
@@ -711,6 +843,7 @@ int main(void)
 	    cmocka_unit_test(test_version_refusals),
 	    cmocka_unit_test(test_version_str),
 	    cmocka_unit_test(test_gil_addrs),
+	    cmocka_unit_test(test_async_offsets),
 	};
 
 	find_data_dir();

@@ -1096,6 +1096,228 @@ static void test_name_pass_turns(void **state)
 	}
 }
 
+/* ---- record --async: the running task, captured with the frames ---- */
+
+#define TASKS 0x500000ull
+static uint8_t tasks_b[0x4000];
+#define TASK(i)	 (TASKS + 0x400ull + (uint64_t)(i)*0x200ull)
+#define TDICT	 (TASKS + 0x0ull)
+#define TKEYS	 (TASKS + 0x100ull)
+#define TSLOT_RT 0x1800 /* a running-task field inside the thread state */
+
+/*
+ * Thread 0 of a 3.12 image with 4 frames (+ the entry shim), frame
+ * gen_at owned by a generator: the coroutine frame of task gen_task (of
+ * ntasks in the current-tasks dict, whose keys claim nentries).
+ */
+static void build_async(struct image *im, int gen_at, int gen_task, int ntasks, uint64_t nentries)
+{
+	static const int depth[] = {4};
+	struct async_config *a = &im->cfg.async;
+	struct py_extra x;
+	struct diag d = {0};
+	const struct py_offsets *o;
+	uint64_t entries;
+
+	build(im, V312, 1, depth);
+	o = &im->cfg.off;
+	assert_int_equal(py_offsets_for_version(V312, &im->cfg.off, &x, &d), 0);
+	assert_int_equal(py_async_offsets(&im->cfg.off, NULL, 0, &x, &d), 0);
+	memset(tasks_b, 0, sizeof(tasks_b));
+	im->cfg.flags |= PROC_ASYNC;
+	a->current_tasks = TDICT;
+	a->task_coro = x.async.task_coro;
+	a->task_name = x.async.task_name;
+	a->gen_iframe = x.async.coro.gen_iframe;
+	a->gen_owner = x.async.gen_owner;
+	a->dict_keys = x.obj.dict_keys;
+	a->keys_log2_index_bytes = x.obj.keys_index_bytes;
+	a->keys_nentries = x.obj.keys_nentries;
+	a->keys_indices = x.obj.keys_indices;
+	frame_b[gen_at * 0x200 + o->frame_owner] = 1;
+	put64(tasks_b, x.obj.dict_keys, TKEYS);
+	tasks_b[0x100 + x.obj.keys_index_bytes] = 3; /* 8 bytes of indices */
+	put64(tasks_b, 0x100 + x.obj.keys_nentries, nentries);
+	entries = 0x100 + x.obj.keys_indices + 8;
+	for (int i = 0; i < ntasks; i++) {
+		uint64_t t = TASK(i) - TASKS;
+
+		put64(tasks_b, entries + 24 * (uint64_t)i + 8, 0x9000 + (uint64_t)i); /* a loop */
+		put64(tasks_b, entries + 24 * (uint64_t)i + 16, TASK(i));
+		put64(tasks_b, t + a->task_coro,
+		      i == gen_task ? FRAME(gen_at) - a->gen_iframe : 0x777000 + (uint64_t)i);
+		put64(tasks_b, t + a->task_name, STR(1));
+	}
+	put_str(o, 1, "fetch-2", PY_STR_ASCII_VALUE);
+	im->regions[7] = (struct mem_region){STRS, strs_b, sizeof(strs_b)};
+	im->regions[0] = (struct mem_region){RUNTIME, runtime_b, sizeof(runtime_b)};
+	{
+		static struct mem_region regs[9];
+
+		memcpy(regs, im->regions, sizeof(im->regions));
+		regs[8] = (struct mem_region){TASKS, tasks_b, sizeof(tasks_b)};
+		mem_reader_init_image(&im->r, regs, 9);
+	}
+}
+
+static const struct task_rec *task_of(const struct sample_hdr *h)
+{
+	if (!(h->task_flags & TASK_REC_PRESENT))
+		return NULL;
+	assert_int_equal(rb_size, sizeof(*h) + h->nframes * sizeof(struct frame_rec) +
+				      sizeof(struct task_rec));
+	return (const struct task_rec *)(frames_of(h) + h->nframes);
+}
+
+/* 3.11-3.13: of three running tasks (three loops), the one whose coroutine
+ * frame is this thread's generator frame; its name copied raw. */
+static void test_async_running_task_dict(void **state)
+{
+	struct image im;
+	const struct sample_hdr *h;
+	const struct task_rec *tr;
+
+	(void)state;
+	build_async(&im, 1, 1, 3, 3);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 4);
+	tr = task_of(h);
+	assert_non_null(tr);
+	assert_int_equal(tr->task, TASK(1));
+	assert_int_equal(tr->coro, FRAME(1) - im.cfg.async.gen_iframe);
+	assert_int_equal(tr->frame_idx, 1);
+	assert_int_equal(tr->flags, TASK_AT_FRAME | TASK_NAME_READ);
+	assert_memory_equal(tr->name_raw + im.cfg.off.ascii_data_off, "fetch-2", 7);
+	assert_int_equal(counter_mem[CNT_TASK_FOUND], 1);
+
+	/* No entry's coroutine is this thread's: no task, and said so. */
+	build_async(&im, 1, -1, 3, 3);
+	tr = task_of(tick(&im, 0, 1));
+	assert_non_null(tr);
+	assert_int_equal(tr->task, 0);
+	assert_int_equal(tr->flags, TASK_NOT_FOUND);
+	assert_int_equal(counter_mem[CNT_TASK_NONE], 1);
+
+	/* More loops than scanned: the first TASK_SCAN_MAX only, flagged. */
+	build_async(&im, 2, 9, 10, 10);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, 0);
+	assert_true(tr->flags & TASK_SCAN_CUT);
+	assert_int_equal(counter_mem[CNT_TASK_CUT], 1);
+	build_async(&im, 2, 7, 10, 10);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, TASK(7));
+	assert_int_equal(tr->frame_idx, 2);
+
+	/* Hostile: keys unreadable, an absurd index size, a name pointer to
+	 * nowhere: no task or no name, never a wrong one. */
+	build_async(&im, 1, 1, 3, 3);
+	put64(tasks_b, im.cfg.async.dict_keys, 0xdead0000ull);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, 0);
+	build_async(&im, 1, 1, 3, 3);
+	tasks_b[0x100 + im.cfg.async.keys_log2_index_bytes] = 63;
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, 0);
+	build_async(&im, 1, 1, 3, 3);
+	put64(tasks_b, TASK(1) - TASKS + im.cfg.async.task_name, 0xdead0000ull);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, TASK(1));
+	assert_int_equal(tr->flags, TASK_AT_FRAME);
+
+	/* Without PROC_ASYNC the record is what it always was. */
+	build_async(&im, 1, 1, 3, 3);
+	im.cfg.flags &= ~PROC_ASYNC;
+	h = tick(&im, 0, 1);
+	assert_int_equal(h->task_flags, 0);
+	assert_int_equal(rb_size, sizeof(*h) + h->nframes * sizeof(struct frame_rec));
+}
+
+/* 3.14+: the thread state names the task; its frame found the same way,
+ * and a running task whose coroutine is not on the stack has no index. */
+static void test_async_running_task_tstate(void **state)
+{
+	struct image im;
+	const struct task_rec *tr;
+
+	(void)state;
+	build_async(&im, 3, 0, 1, 1);
+	im.cfg.async.current_tasks = 0;
+	im.cfg.async.tstate_running_task = TSLOT_RT;
+	put64(tstate_b[0], TSLOT_RT, TASK(0));
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, TASK(0));
+	assert_int_equal(tr->frame_idx, 3);
+	assert_true(tr->flags & TASK_AT_FRAME);
+	put64(tasks_b, TASK(0) - TASKS + im.cfg.async.task_coro, 0x123000);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, TASK(0));
+	assert_int_equal(tr->frame_idx, 0xffff);
+	assert_false(tr->flags & TASK_AT_FRAME);
+	put64(tstate_b[0], TSLOT_RT, 0);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, 0);
+}
+
+/* coro_step on a suspended chain of both stack models, tagged refs. */
+static void test_coro_step(void **state)
+{
+	struct coro_layout L = {.gen_iframe = 72,
+				.gen_frame_state = 67,
+				.frame_code = 0,
+				.frame_instr = 56,
+				.frame_stack = 64,
+				.frame_localsplus = 72,
+				.await_slot = 1,
+				.state_awaiting = -1,
+				.state_awaiting2 = -1,
+				.ref_mask = ~0ULL};
+	static uint8_t g[0x400];
+	struct mem_region reg = {0x800000, g, sizeof(g)};
+	struct mem_reader r;
+	uint8_t buf[CORO_BLOCK + 8];
+	struct coro_link l;
+	__u64 type;
+
+	(void)state;
+	mem_reader_init_image(&r, &reg, 1);
+	put64(g, 8, 0xabc000);		     /* ob_type */
+	g[67] = (uint8_t)-1;		     /* suspended in an await */
+	put64(g, 72 + 0, 0x555000);	     /* f_code */
+	put64(g, 72 + 56, 0x555000 + 0x60);  /* prev_instr */
+	put32(g, 72 + 64, 3);		     /* stacktop: 3 slots */
+	put64(g, 72 + 72 + 2 * 8, 0x800200); /* localsplus[2]: what it awaits */
+	assert_int_equal(coro_step(&r, &L, 8, 0x800000, buf, &type, &l), 0);
+	assert_int_equal(type, 0xabc000);
+	assert_int_equal(l.code, 0x555000);
+	assert_int_equal(l.instr, 0x555060);
+	assert_int_equal(l.awaits, 0x800200);
+	/* Not in an await: nothing awaited. A hostile stacktop: none either. */
+	g[67] = 0;
+	assert_int_equal(coro_step(&r, &L, 8, 0x800000, buf, &type, &l), 0);
+	assert_int_equal(l.awaits, 0);
+	g[67] = (uint8_t)-1;
+	put32(g, 72 + 64, 0x7fffffff);
+	assert_int_equal(coro_step(&r, &L, 8, 0x800000, buf, &type, &l), 0);
+	assert_int_equal(l.awaits, 0);
+	/* 3.15's model: a stack pointer, two slots down, tagged refs. */
+	L.stack_is_pointer = 1;
+	L.await_slot = 2;
+	L.state_awaiting = 2;
+	L.state_awaiting2 = 3;
+	L.ref_mask = ~3ULL;
+	g[67] = 3;
+	put64(g, 72 + 0, 0x555001);	     /* a tagged f_executable */
+	put64(g, 72 + 64, 0x800000 + 0x300); /* stack pointer */
+	put64(g, 0x300 - 16, 0x800201);	     /* two slots below: tagged */
+	assert_int_equal(coro_step(&r, &L, 8, 0x800000, buf, &type, &l), 0);
+	assert_int_equal(l.code, 0x555000);
+	assert_int_equal(l.awaits, 0x800200);
+	/* A generator at the end of its mapping cannot be read as a block. */
+	assert_int_equal(coro_step(&r, &L, 8, 0x800000 + sizeof(g) - 64, buf, &type, &l), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1114,6 +1336,9 @@ int main(void)
 	    cmocka_unit_test(test_named_filter),
 	    cmocka_unit_test(test_named_sets),
 	    cmocka_unit_test(test_name_pass_turns),
+	    cmocka_unit_test(test_async_running_task_dict),
+	    cmocka_unit_test(test_async_running_task_tstate),
+	    cmocka_unit_test(test_coro_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -420,10 +420,6 @@ static void name_obj(struct reader *R, uint64_t name, char *out, size_t cap)
 /* Bytes of a task object read at once (TaskObj is 144 to 176 bytes). */
 #define TASK_BLOCK 512
 
-/* PyMethodObject.im_self and FutureObj's first callback, every version. */
-#define METHOD_SELF    24
-#define TASK_CALLBACK0 24
-
 /* A task's fields and state, from its object's first bytes (tb). */
 static void parse_task(struct reader *R, struct py_task *t, const uint8_t *tb)
 {
@@ -433,7 +429,7 @@ static void parse_task(struct reader *R, struct py_task *t, const uint8_t *tb)
 	t->coro = field_u64(tb, as->task_coro);
 	t->name_obj = field_u64(tb, as->task_name);
 	t->waiter = field_u64(tb, as->task_fut_waiter);
-	t->callback0 = field_u64(tb, TASK_CALLBACK0);
+	t->callback0 = field_u64(tb, as->task_callback0);
 	if (as->task_awaited_by) {
 		t->awaited_by = field_u64(tb, as->task_awaited_by);
 		t->awaited_by_is_set = tb[as->task_awaited_by_is_set];
@@ -644,7 +640,7 @@ static void edges_from_waiter(struct reader *R, struct py_task *t)
 	uint64_t w = t->waiter, list = 0, size, items, chunk[64], self, pt = 0;
 
 	if (t->callback0 && type_kind(R->p, R->a, t->callback0_type) == TK_METHOD &&
-	    !rd(&R->p->mem, t->callback0 + METHOD_SELF, &self) && self &&
+	    !rd(&R->p->mem, t->callback0 + R->p->extra.async.method_self, &self) && self &&
 	    pyobj_attrs(&R->p->mem, &R->p->cfg.off, &R->p->extra.obj, &R->memo, self, parent, &pt,
 			1) == 1 &&
 	    is_task(R, pt))

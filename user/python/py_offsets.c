@@ -1041,7 +1041,11 @@ int py_async_offsets(const struct py_offsets *o, const void *sec, size_t len, st
 				"keep no coroutine frame bpfpy can follow before 3.11)",
 				ver);
 	a->gen_owner = 1; /* FRAME_OWNED_BY_GENERATOR, 3.11 to 3.15 */
+	/* The same in every version from 3.11 (measured to 3.13; 3.14 and
+	 * 3.15 keep the object headers and FutureObj_HEAD's start). */
 	a->weakref_object = 16;
+	a->task_callback0 = 24;
+	a->method_self = 24;
 	a->coro.ref_mask = ~0ULL;
 	a->coro.await_slot = 1;
 	if (py_at_least(hex, 14)) {

@@ -276,7 +276,10 @@ struct py_async {
 	uint16_t set_mask, set_table;
 	uint16_t list_size, list_items;
 	uint16_t weakref_object;
-	uint16_t pad;
+	/* FutureObj's first done callback, and a bound method's self: how a
+	 * TaskGroup's child names its group (py_asyncio.c). */
+	uint16_t task_callback0, method_self;
+	uint16_t pad[3];
 	struct coro_layout coro;
 };
 
