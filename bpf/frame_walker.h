@@ -104,6 +104,15 @@ struct walk_scratch {
 	__u16 fresh_at[WALK_FRESH];
 	__u32 nfresh;
 	struct walk_page_tag tags[WALK_PAGES];
+	/* record --async: the addresses of the last WALK_GEN frames written
+	 * whose owner is walk_state.gen_owner, and their indexes in out[], in
+	 * slot ngen % WALK_GEN. Last written is rootmost: a running task's
+	 * coroutine frame is the rootmost generator frame above the event
+	 * loop's. Here rather than in walk_state, which lives on the BPF
+	 * stack, and the off-CPU program has none to spare. */
+	__u64 gen_frame[WALK_GEN];
+	__u32 gen_idx[WALK_GEN];
+	__u32 ngen;
 	__u64 opaque[8]; /* BPF only: walk_hide() */
 #ifndef __VMLINUX_H__
 	/* BPF keeps them in a map of their own (walk_pages below): together
@@ -148,15 +157,10 @@ struct walk_state {
 	__u32 bottom_off;
 	__u32 bottom_mask;
 	__u32 span_max; /* bytes the next page copy may take, see walk_fill() */
-	/* record --async: the addresses of the last WALK_GEN frames written
-	 * whose owner is gen_owner (a generator or coroutine: 0xff when not
-	 * asked), and their indexes in out[], in slot ngen % WALK_GEN. Last
-	 * written is rootmost: a running task's coroutine frame is the
-	 * rootmost generator frame above the event loop's. */
+	/* record --async: frames owned by gen_owner (a generator or
+	 * coroutine) are remembered in the scratch (walk_scratch.gen_frame);
+	 * 0xff when not asked. */
 	__u32 gen_owner;
-	__u32 ngen;
-	__u64 gen_frame[WALK_GEN];
-	__u32 gen_idx[WALK_GEN];
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -251,7 +255,6 @@ WALK_INLINE void walk_hide(struct walk_state *w)
 	w->n = (__u32)v[6];
 	w->visited = (__u32)(v[6] >> 32);
 	/* The zero the rest start from. */
-	w->ngen = (__u32)v[7];
 	w->err = (__u8)v[7];
 	w->truncated = (__u8)v[7];
 	w->done = (__u8)v[7];
@@ -295,7 +298,7 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
 	w->bottom_ok = 1;
 	w->span_max = WALK_SPAN_FIRST;
-	w->ngen = 0;
+	w->scratch->ngen = 0;
 	w->gen_owner = (w->cfg->flags & PROC_ASYNC) ? w->cfg->async.gen_owner : 0xff;
 #ifdef __VMLINUX_H__
 	walk_hide(w);
@@ -538,11 +541,12 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	rec->fingerprint = fp;
 	w->n = n + 1;
 	if (owner == w->gen_owner) {
-		__u32 g = w->ngen & (WALK_GEN - 1);
+		struct walk_scratch *s = w->scratch;
+		__u32 g = s->ngen & (WALK_GEN - 1);
 
-		w->gen_frame[g] = frame;
-		w->gen_idx[g] = n;
-		w->ngen++;
+		s->gen_frame[g] = frame;
+		s->gen_idx[g] = n;
+		s->ngen++;
 	}
 	return 0;
 }

@@ -23,15 +23,26 @@
 
 #include "frame_walker.h"
 
+/* task_capture() is a call of its own in BPF: inlined, its locals joined
+ * the sample's frame, and the off-CPU program, whose stack is nearly all
+ * used by the sample and the walk's callback, went past the 512 bytes the
+ * verifier allows ("combined stack size of 2 calls"). */
+#ifdef __VMLINUX_H__
+#define TASK_CALL static __noinline
+#else
+#define TASK_CALL static inline
+#endif
+
 /* The index in out[] of the frame at iframe if the walk met it among the
  * generator frames it remembers; 0xffff otherwise. */
 WALK_INLINE __u32 task_frame_index(const struct walk_state *w, __u64 iframe)
 {
-	__u32 n = w->ngen < WALK_GEN ? w->ngen : WALK_GEN;
+	const struct walk_scratch *s = w->scratch;
+	__u32 n = s->ngen < WALK_GEN ? s->ngen : WALK_GEN;
 
 	for (__u32 g = 0; g < WALK_GEN; g++)
-		if (g < n && iframe && w->gen_frame[g] == iframe)
-			return w->gen_idx[g] & 0xffff;
+		if (g < n && iframe && s->gen_frame[g] == iframe)
+			return s->gen_idx[g] & 0xffff;
 	return 0xffff;
 }
 
@@ -79,8 +90,8 @@ WALK_INLINE __u64 task_scan_current(WALK_READER_T *r, const struct async_config 
  * is left with task 0 when the thread runs none (or its task could not be
  * read: the counters say which). Returns 1 if a task was captured.
  */
-WALK_INLINE int task_capture(WALK_READER_T *r, const struct proc_config *cfg,
-			     const struct walk_state *w, __u64 tstate, struct task_rec *rec)
+TASK_CALL int task_capture(WALK_READER_T *r, const struct proc_config *cfg,
+			   const struct walk_state *w, __u64 tstate, struct task_rec *rec)
 {
 	const struct async_config *a = &cfg->async;
 	__u64 task = 0, coro = 0, name = 0;
