@@ -56,6 +56,9 @@ EXTRA_ROW_SCRIPTS = [
     # record -a over 50 and 200 light processes: in-kernel / hot, bpfpy CPU
     # with and without start-up, RSS, each a mean of 3 runs (2 with --quick)
     ("scripts/bench_system.sh", 900, ["--json"]),
+    # record --async's in-kernel extra per sample (paired runs), and the
+    # stop of dump --async with 10,000 tasks (scripts/bench_async.py)
+    ("scripts/bench_async.py", 600, ["--json"]),
 ]
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
