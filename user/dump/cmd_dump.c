@@ -121,7 +121,7 @@ static const char doc[] =
     "(python|native|mark) and threads a native object {frames, fp_frames, truncated, lost}.\n"
     "--async (Python 3.11+; older versions are refused with exit 2) prints the asyncio "
     "task tree instead: a line 'Tasks: N (R running, P pending, D done, C cancelled)', then "
-    "each root task (awaited by no task) and under it, indented, the tasks that await it, "
+    "each root task (awaited by no task) and, indented under each task, the tasks it awaits, "
     "each as 'NAME [STATE(, thread TID)] ADDRESS(, awaited by NAME (and K more))' with its "
     "coroutine chain leaf first (the innermost await first). A task awaited by several "
     "(gather, wait) sits under the one at the lowest address. --json gives tasks "

@@ -100,6 +100,21 @@ static const char doc[] =
     "read from the target (3.8-3.15; when first seen and at the end), else by its OS name "
     "(comm): collapsed prefix pid:N;tid:N (NAME), pprof labels thread and thread_name, "
     "speedscope profile names, Chrome thread_name metadata.\n"
+    "ASYNC. --async (CPython 3.11+; older versions are refused with exit 2, and with -a "
+    "sampled without) turns each sample of a thread whose asyncio loop runs a task into its "
+    "task chain, root to leaf: the loop's own frames, [task ROOT], the frames where ROOT is "
+    "suspended, ..., [task NAME] of the task that awaits the running one, its frames, then "
+    "[task RUNNING] and the running task's frames down to the leaf. A task awaited by several "
+    "(gather, wait) is followed to the awaiter at the lowest address and marked [task NAME "
+    "(N awaiters)]. The running task is read in the kernel with the frames (3.14+: the "
+    "thread state's running task; 3.11-3.13: asyncio's current-tasks dict, matched to the "
+    "thread by the task's coroutine frame); the awaiters' part comes from the task graph "
+    "bpfpy reads while the target runs, used only for a task it holds with the coroutine the "
+    "kernel saw (docs/async.md). Summary line 'async:': samples in a task, samples whose "
+    "loop ran none, running tasks whose coroutine frame was not in the stack, chains "
+    "without awaiters (the task not in the graph read), chains cut (a cycle, or 256 tasks), "
+    "graph reads, and kernel scans cut at 8 running loops (3.11-3.13). Not with --native, "
+    "--kernel or --cost-floor.\n"
     "POISSON. --poisson on the cpu clock runs the clock at K x RATE (K = --poisson-factor, "
     "default 8) and keeps each tick with probability 1/K in the kernel: gaps between kept "
     "ticks are geometric on the base period 1/(K x RATE), mean 1/RATE, coefficient of "
@@ -172,7 +187,8 @@ static const char doc[] =
     "  sudo bpfpy record -p 1234 --clock wall --idle -o wall.json\n"
     "  sudo bpfpy record -p 1234 --clock offcpu --min-block-us 100 -d 10 -o off.folded\n"
     "  sudo bpfpy record -p 1234 --clock wall --gil --threads -o wall.pb.gz\n"
-    "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n"
+    "  sudo bpfpy record -p 1234 --async -d 10 -o tasks.svg\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_POISSON = 256,
