@@ -60,6 +60,14 @@ one() {
 	else
 		bad "$label: record --async exited $?: $(head -c 300 "$f.rec.err")"
 	fi
+	# top --async without a terminal prints each refresh: the last one's
+	# rows are task chains, the root's TOTAL% holding its tasks'.
+	if bpfpy top -p "$PY_PID" --async -d 2.5 </dev/null >"$f.top" 2>"$f.top.err"; then
+		"$CHECKPY" "$CHK" top "$f.top" root=Task-1 chain="Task-1 > worker-K > fetch-K"
+		fails=$((fails + $?))
+	else
+		bad "$label: top --async exited $?: $(head -c 300 "$f.top.err")"
+	fi
 	if bpfpy dump -p "$PY_PID" --async >"$f.dump" 2>"$f.dump.err" &&
 		bpfpy dump -p "$PY_PID" --async --json >"$f.json" 2>>"$f.dump.err"; then
 		"$CHECKPY" "$CHK" gather "$f.dump" "$f.json"

@@ -32,6 +32,8 @@
 #include "record_targets.h"
 #include "signals.h"
 #include "text_escape.h"
+#include "async_stack.h"
+#include "top_async.h"
 
 #define POLL_MS 20
 
@@ -41,6 +43,7 @@ struct top_opts {
 	double rate_hz, duration;
 	int sort; /* 'o' own, 't' total, 'n' name */
 	int verbose;
+	int async; /* --async: rows per task chain */
 };
 
 static const char doc[] =
@@ -55,18 +58,25 @@ static const char doc[] =
     "KEYS: o sort by own, t by total, n by name, r reset the counts, q quit (also Ctrl-C). "
     "Without a terminal on stdin keys are not read; without one on stdout each refresh is "
     "printed after the previous one, with no escape sequences.\n"
+    "--async (CPython 3.11+, docs/async.md): rows per task chain instead, 'ROOT > ... > "
+    "RUNNING' as record --async composes it (the running task read in the kernel, its "
+    "awaiters from the task graph): OWN% the samples whose running task's chain is the row, "
+    "TOTAL% those whose chain starts with it (the row's task and the tasks under it), and "
+    "'(no task)' for samples of loops running none and of threads without one.\n"
     "The terminal is restored on every exit (q, Ctrl-C, the targets' end, any signal).\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy top -p 1234\n"
-    "  sudo bpfpy top -a --clock wall\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy top -a --clock wall\n"
+    "  sudo bpfpy top -p 1234 --async\n\n" EXIT_CODES_DOC;
 
-enum { OPT_CLOCK = 256, OPT_IDLE };
+enum { OPT_CLOCK = 256, OPT_IDLE, OPT_ASYNC };
 
 static const struct argp_option options[] = {
     {"clock", OPT_CLOCK, "cpu|wall", 0, "On-CPU samples (default) or all threads", 0},
     {"idle", OPT_IDLE, NULL, 0, "Wall clock: count threads not running too", 0},
     {"rate", 'F', "RATE", 0, "Samples per second per thread (default 100)", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at q)", 0},
+    {"async", OPT_ASYNC, NULL, 0, "Rows per asyncio task chain (Python 3.11+)", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},
 };
@@ -84,6 +94,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_IDLE:
 		o->idle = 1;
+		break;
+	case OPT_ASYNC:
+		o->async = 1;
 		break;
 	case 'F':
 		o->rate_hz = parse_rate_hz(arg);
@@ -165,6 +178,7 @@ struct top_ctx {
 	struct sym_frame *frames;
 	struct rec_target *last;
 	uint64_t samples, errors, window; /* window: since the last refresh */
+	struct async_stats async;	  /* --async */
 };
 
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
@@ -188,11 +202,22 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	}
 	if ((h->flags & SAMPLE_IDLE) && !c->o->idle)
 		return 0;
-	if (targets_symbolize(t, h, frames, c->frames)) {
+	if (c->o->async && t->async && t->proc && async_task_rec(h, frames)) {
+		int unnamed = 0;
+
+		s.nframes = async_compose(t, h, frames, async_task_rec(h, frames), c->frames,
+					  BPFPY_MAX_DEPTH, &c->async, &unnamed);
+		if (unnamed) {
+			c->errors++;
+			code_cache_end_sample(t->cache);
+			return 0;
+		}
+	} else if (targets_symbolize(t, h, frames, c->frames)) {
 		c->errors++;
 		return 0;
+	} else {
+		s.nframes = h->nframes;
 	}
-	s.nframes = h->nframes;
 	profile_add(c->prof, &s);
 	t->samples++;
 	c->samples++;
@@ -332,8 +357,13 @@ static void render(struct top_ctx *c, struct bpf_sampler *s, double elapsed, dou
 				   : "own",
 	       eol);
 	printf("%s", eol);
-	printf("  OWN%%  TOTAL%%      OWN    TOTAL  FUNCTION%s", eol);
-	if (rows) {
+	if (c->o->async) {
+		top_async_rows(p, rows_max, cols, eol);
+		rows_max = 0;
+	} else {
+		printf("  OWN%%  TOTAL%%      OWN    TOTAL  FUNCTION%s", eol);
+	}
+	if (rows && rows_max) {
 		sort_key = c->o->sort;
 		qsort(rows, nrows, sizeof(*rows), row_cmp);
 		for (uint32_t i = 0; i < nrows && (int)i < rows_max; i++) {
@@ -414,6 +444,7 @@ int cmd_top(int argc, char **argv)
 	ts.all = o.sel.all;
 	ts.children = o.sel.children;
 	ts.verbose = o.verbose;
+	ts.async = o.async;
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
 	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.wall ? "wall" : "cpu");
 	if (!c.frames || !c.prof) {
@@ -485,6 +516,8 @@ int cmd_top(int argc, char **argv)
 		now = mono_s();
 		if (now - last_scan >= 0.25) {
 			targets_scan(&ts);
+			if (o.async)
+				async_targets_poll(&ts);
 			if (!targets_reap(&ts) && !o.sel.all) {
 				render(&c, s, now - t0, rate, screen);
 				tty_restore();

@@ -154,11 +154,35 @@ def shapes(r, tpath, jpath, minor):
     (r.bad if any(cut.values()) else r.ok)("nothing cut: %s" % cut)
 
 
+def top(r, path, a):
+    """The last refresh of top --async: a row per chain; the root's TOTAL%."""
+    text = open(path, encoding="utf-8").read()
+    last = text.rsplit("TASK CHAIN", 1)
+    if len(last) != 2:
+        r.bad("no TASK CHAIN header in top's output")
+        return
+    rows = {}
+    for line in last[1].splitlines():
+        m = re.match(r"^ *([0-9.]+) +([0-9.]+) +(\d+) +(\d+)  (.*)$", line)
+        if m:
+            rows[m.group(5)] = (float(m.group(1)), float(m.group(2)))
+    pat = re.compile("^" + re.escape(a["chain"]).replace("K", r"(\d)") + "$")
+    chains = [k for k in rows if pat.match(k)]
+    (r.ok if chains else r.bad)("rows of the chain %s: %s" % (a["chain"], chains))
+    root = rows.get(a["root"])
+    (r.ok if root and root[1] >= 90 else r.bad)("%s's TOTAL%% %s (>= 90)" % (a["root"], root and root[1]))
+    if chains:
+        own = sum(rows[k][0] for k in chains)
+        (r.ok if own >= 90 else r.bad)("OWN%% of those rows together %.1f (>= 90)" % own)
+
+
 def main():
     r = Report("async")
     mode = sys.argv[1]
     if mode == "chains":
         chains(r, sys.argv[2], kv(sys.argv[3:]))
+    elif mode == "top":
+        top(r, sys.argv[2], kv(sys.argv[3:]))
     elif mode == "gather":
         gather(r, sys.argv[2], sys.argv[3])
     elif mode == "shapes":
