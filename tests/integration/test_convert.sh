@@ -28,7 +28,7 @@
 use_bpfpy
 T=$PYDIR/launch_target.py
 PYRUN=$ROOT_DIR/scripts/pyrun.sh
-FORMATS="folded svg raw json trace.json pb.gz"
+FORMATS="folded svg raw json trace.json pb.gz pstats"
 
 # compare LABEL TAG AGG...: convert $TMP/LABEL.TAG.raw into each format with
 # AGG (--threads, --no-lines) and cmp each with record's own file.

@@ -29,6 +29,7 @@ static const char *const ext_pprof[] = {".pb.gz", ".pprof", NULL};
 static const char *const ext_svg[] = {".svg", NULL};
 static const char *const ext_raw[] = {".raw", NULL};
 static const char *const ext_chrome[] = {".trace.json", ".chrome.json", NULL};
+static const char *const ext_pstats[] = {".pstats", ".prof", NULL};
 static const char *const alias_collapsed[] = {"folded", NULL};
 static const char *const no_alias[] = {NULL};
 
@@ -48,6 +49,12 @@ const struct profile_format profile_formats[] = {
      "Trace Event JSON for Perfetto or chrome://tracing: per thread, nested slices from "
      "the samples in time order, stackFrames, process and thread names",
      PROFILE_FMT_ORDERED},
+    {"pstats", ext_pstats, no_alias, pstats_write,
+     "what Python's pstats.Stats and snakeviz load, one entry a function (file, first line, "
+     "qualname): cc = samples with it on the stack, nc = its frames in them (nc/cc: "
+     "recursion), tt = self seconds (it was the leaf), ct = inclusive seconds (on the "
+     "stack), seconds being the samples' weights; callers from the stacks' edges",
+     PROFILE_FMT_AGGREGATE},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 

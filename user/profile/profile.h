@@ -281,6 +281,10 @@ int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_
 		     struct diag *d);
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
 int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
+/* Python's pstats (cProfile's marshal'd stats; what each number means:
+ * out_pstats.c). */
+int pstats_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		 struct diag *d);
 /* Chrome Trace Event Format: the samples as a timeline (out_chrome.c). */
 int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
 		 struct diag *d);
