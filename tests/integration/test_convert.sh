@@ -4,15 +4,15 @@
 # file converted into each format with the same aggregation flags, and
 # every converted file compared byte for byte (cmp) with record's own:
 #   - cpu clock, record -- launch_target.py: collapsed, svg, speedscope,
-#     chrome, pprof, raw;
+#     chrome, pprof, pstats, gecko, raw;
 #   - cpu clock --threads and --no-lines, --clock offcpu --threads and
 #     --clock wall (weighted: ns per record, "#w" lines), each for 1.5 s of
 #     -p offcpu_four.py (five threads: sleeping, lock, pipe, CPU): the same
-#     six formats;
+#     eight formats;
 #   - --native --kernel on pyenv-3.12 (py/native_busy.py): #lib and #def
-#     lines, the same six;
+#     lines, the same eight;
 #   - py/hostile_names.py (3.11+): a qualname, file and comm with controls,
-#     ';' and " (" that the stack text cleans: "#exact" lines, the same six;
+#     ';' and " (" that the stack text cleans: "#exact" lines, the same eight;
 #   - the same raw file without its '#' lines (version 1, as bpfpy wrote it
 #     before): still read, collapsed and svg byte for byte record's (they use
 #     nothing raw 1 lacks, but for a name the stack text cleans: the launch
@@ -28,7 +28,7 @@
 use_bpfpy
 T=$PYDIR/launch_target.py
 PYRUN=$ROOT_DIR/scripts/pyrun.sh
-FORMATS="folded svg raw json trace.json pb.gz pstats"
+FORMATS="folded svg raw json trace.json pb.gz pstats json.gz"
 
 # compare LABEL TAG AGG...: convert $TMP/LABEL.TAG.raw into each format with
 # AGG (--threads, --no-lines) and cmp each with record's own file.

@@ -43,14 +43,15 @@ in_root() {
 # check LABEL ROOT BASE SRC HOT: pstats_check.py on BASE.pstats and
 # BASE.folded by LABEL's interpreter.
 check() {
-	local label=$1 root=$2 b=$3 src=$4 hot=$5 head period weighted dir shown=$4 inner=$4
+	local label=$1 root=$2 b=$3 src=$4 hot=$5 head period weighted dir lib shown=$4 inner=$4
 	head=$(head -n 1 "$b.raw")
 	period=$(sed -n 's/.* period_ns=\([0-9]*\) .*/\1/p' <<<"$head")
 	weighted=$(sed -n 's/.* weighted=\([01]\) .*/\1/p' <<<"$head")
 	[[ -n $period && -n $weighted ]] || { bad "$label: no raw header: $head"; return; }
-	dir=$(in_root "$root" "$b.pstats" "$b.folded" "$b.raw" "$src")
+	dir=$(in_root "$root" "$b.pstats" "$b.folded" "$b.raw" "$src" "$CHECK/checklib.py")
 	[[ $root == / ]] || { shown=/tmp/bpfpy/${src##*/} inner=$dir/${src##*/}; }
-	"$PYRUN" "$label" "$CHECK/pstats_check.py" pstats="$dir/${b##*/}.pstats" \
+	[[ $root == / ]] && lib=$CHECK || lib=$dir
+	PYTHONPATH=$lib "$PYRUN" "$label" "$CHECK/pstats_check.py" pstats="$dir/${b##*/}.pstats" \
 		folded="$dir/${b##*/}.folded" raw="$dir/${b##*/}.raw" period_ns="$period" weighted="$weighted" \
 		src="$inner" shown="$shown" hot="$hot"
 	fails=$((fails + $?))

@@ -30,6 +30,7 @@ static const char *const ext_svg[] = {".svg", NULL};
 static const char *const ext_raw[] = {".raw", NULL};
 static const char *const ext_chrome[] = {".trace.json", ".chrome.json", NULL};
 static const char *const ext_pstats[] = {".pstats", ".prof", NULL};
+static const char *const ext_gecko[] = {".json.gz", ".gecko.json.gz", NULL};
 static const char *const alias_collapsed[] = {"folded", NULL};
 static const char *const no_alias[] = {NULL};
 
@@ -55,6 +56,11 @@ const struct profile_format profile_formats[] = {
      "recursion), tt = self seconds (it was the leaf), ct = inclusive seconds (on the "
      "stack), seconds being the samples' weights; callers from the stacks' edges",
      PROFILE_FMT_AGGREGATE},
+    {"gecko", ext_gecko, no_alias, gecko_write,
+     "gzip'd Gecko profile for profiler.firefox.com: per thread its samples in time order, "
+     "stack, frame and string tables, categories Python, Native, Kernel, Off-CPU, Other, and "
+     "a marker per off-CPU interval",
+     PROFILE_FMT_ORDERED},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 

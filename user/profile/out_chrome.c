@@ -114,8 +114,7 @@ int64_t chrome_frames_add(struct chrome_frames *cf, const char *const *names, ui
 	return n ? (int64_t)id - 1 : -1;
 }
 
-/* s as a JSON string, quotes included: json-c escapes it. */
-static void put_json_str(FILE *f, const char *s)
+void json_put_str(FILE *f, const char *s)
 {
 	json_object *o = json_object_new_string(s ? s : "");
 
@@ -128,7 +127,7 @@ int chrome_frames_write(FILE *f, const struct chrome_frames *cf)
 	fputs("\"stackFrames\":{", f);
 	for (uint32_t i = 0; i < cf->n; i++) {
 		fprintf(f, "%s\n\"%u\":{\"category\":\"python\",\"name\":", i ? "," : "", i);
-		put_json_str(f, cf->nodes[i].name);
+		json_put_str(f, cf->nodes[i].name);
 		if (cf->nodes[i].parent)
 			fprintf(f, ",\"parent\":\"%u\"", cf->nodes[i].parent - 1);
 		fputc('}', f);
@@ -152,7 +151,7 @@ void chrome_put_meta(FILE *f, const char *what, uint32_t pid, uint32_t tid, cons
 {
 	fprintf(f, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", what,
 		pid, tid);
-	put_json_str(f, name);
+	json_put_str(f, name);
 	fputs("}}", f);
 }
 
@@ -273,7 +272,7 @@ int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts
 					th->pid, th->tid);
 				put_us(f, od->ts_ns - p->first_ns);
 				fputs(",\"name\":", f);
-				put_json_str(f, names[j]);
+				json_put_str(f, names[j]);
 				if (sf >= 0)
 					fprintf(f, ",\"sf\":\"%lld\"", (long long)sf);
 				fputc('}', f);

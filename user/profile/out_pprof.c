@@ -98,7 +98,7 @@ static void build_free(struct build *b)
 	free(b->mapp);
 }
 
-static int gzip_to(FILE *f, const uint8_t *data, size_t len)
+int profile_gzip(FILE *f, const uint8_t *data, size_t len)
 {
 	unsigned char out[65536];
 	z_stream z;
@@ -462,7 +462,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		goto out;
 	}
 	protobuf_c_message_pack(&b.prof.base, buf);
-	if (gzip_to(f, buf, len) || ferror(f)) {
+	if (profile_gzip(f, buf, len) || ferror(f)) {
 		diag_errno(d, errno ? errno : EIO, "writing pprof profile");
 		goto out;
 	}

@@ -285,6 +285,12 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
  * out_pstats.c). */
 int pstats_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
 		 struct diag *d);
+/* The Firefox Profiler's Gecko format, gzip'd (out_gecko.c). */
+int gecko_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);
+/* data gzip'd onto f (a gzip wrapper, no time in its header): 0 or -1. */
+int profile_gzip(FILE *f, const uint8_t *data, size_t len);
+/* s (NULL as "") as a JSON string, quotes included: json-c escapes it. */
+void json_put_str(FILE *f, const char *s);
 /* Chrome Trace Event Format: the samples as a timeline (out_chrome.c). */
 int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
 		 struct diag *d);

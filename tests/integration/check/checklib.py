@@ -75,3 +75,21 @@ def func_at(tree, line):
                 walk(ch, quals)
     walk(tree, [])
     return best
+
+
+def raw_stack_counts(path):
+    """{root-first stack as the folded file writes it (markers without their
+    empty " (:0)" file): samples} of a raw file (user/profile/out_raw.c),
+    with the profile's [truncated] root for SAMPLE_TRUNCATED stacks: the
+    sample counts a weighted profile's folded file (ns) does not show."""
+    n = {}
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("#"):
+            continue
+        f = line.rstrip("\n").split(" ", 5)
+        frames = [x[:-len(" (:0)")] if x.endswith(" (:0)") else x for x in f[5].split(";")]
+        if int(f[4]) & 1:  # SAMPLE_TRUNCATED
+            frames.append("[truncated]")
+        s = ";".join(reversed(frames))
+        n[s] = n.get(s, 0) + 1
+    return n

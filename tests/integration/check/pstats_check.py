@@ -10,7 +10,6 @@
 # ns and divided once, here as there), the totals pstats prints too; the
 # first line of each function of SRC (shown as SHOWN in the frames) must be
 # its "def" line; and print_stats(5) unsorted must list HOT first.
-# Self-contained (no checklib): a chroot target runs it inside its root.
 # A weighted profile's folded counts are ns, not samples: its cc and nc are
 # counted from the raw file of the recording instead (one line a sample, its
 # stack leaf first), whose stacks must be the folded file's.
@@ -19,6 +18,8 @@ import io
 import pstats
 import re
 import sys
+
+import checklib  # PYTHONPATH: test_pstats.sh copies it beside the files
 
 a = dict(x.split("=", 1) for x in sys.argv[1:])
 fails = 0
@@ -73,17 +74,7 @@ def key(label):
 
 
 # Samples per root-first stack, from raw (weighted profiles only).
-nsamples = {}
-if weighted:
-    for line in open(a["raw"], encoding="utf-8"):
-        if line.startswith("#"):
-            continue
-        f = line.rstrip("\n").split(" ", 5)
-        frames = [x[:-len(" (:0)")] if x.endswith(" (:0)") else x for x in f[5].split(";")]
-        if int(f[4]) & 1:  # SAMPLE_TRUNCATED: the profile's root marker
-            frames.append("[truncated]")
-        st_ = ";".join(reversed(frames))
-        nsamples[st_] = nsamples.get(st_, 0) + 1
+nsamples = checklib.raw_stack_counts(a["raw"]) if weighted else {}
 
 want = {}
 wedge = {}
