@@ -24,6 +24,7 @@ static const struct {
     {"trace", cmd_trace, "Python stacks at USDT/uprobe events, with adaptive de-instrumentation"},
     {"top", cmd_top, "a live view of the functions using the CPU, refreshed each second"},
     {"convert", cmd_convert, "a raw recording into any other format, with record's writers"},
+    {"diff", cmd_diff, "what changed between two recordings: differential flame graph or folded"},
 };
 
 static void usage(FILE *f)

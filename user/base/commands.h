@@ -12,6 +12,7 @@ int cmd_oracle(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Shared by the argp parsers. */
 extern const char *bpfpy_version;

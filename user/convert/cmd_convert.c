@@ -6,12 +6,9 @@
  */
 #include <argp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli_parse.h"
 #include "commands.h"
@@ -214,34 +211,6 @@ static char *help_filter(int key, const char *text, void *input)
 	return key == ARGP_KEY_HELP_POST_DOC ? profile_format_help(text, 0) : (char *)text;
 }
 
-/* The input: a regular file, opened without following a symlink's target
- * into a FIFO or a device that would block or never end. */
-static FILE *open_input(const char *path, struct diag *d)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	struct stat st;
-	FILE *f;
-
-	if (fd < 0) {
-		diag_errno(d, errno, "%s", path);
-		if (errno == ENOENT || errno == EISDIR)
-			d->code = EXIT_USAGE;
-		return NULL;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		diag_set(d, EXIT_USAGE, "%s: not a regular file", path);
-		return NULL;
-	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		diag_errno(d, ENOMEM, "%s", path);
-	}
-	return f;
-}
-
 int cmd_convert(int argc, char **argv)
 {
 	struct convert_opts o = {.rate_hz = 1000};
@@ -270,7 +239,7 @@ int cmd_convert(int argc, char **argv)
 		free(known);
 		return EXIT_USAGE;
 	}
-	in = open_input(o.input, &d);
+	in = profile_open_input(o.input, &d);
 	if (!in)
 		return diag_report(&d);
 	if (o.output && out_file_open(&of, o.output, o.force, &d)) {

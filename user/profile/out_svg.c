@@ -16,6 +16,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,8 @@ struct node {
 	uint32_t kind, val; /* K_*, and pid, tid or frame key */
 	uint32_t parent, first, next, nchild;
 	uint64_t count;
-	char *label; /* set when drawn */
+	uint64_t base; /* svg_write_diff: BASE's count; count is NEW's */
+	char *label;   /* set when drawn */
 };
 
 struct tree {
@@ -195,7 +197,33 @@ struct draw {
 	struct tree *t;
 	double scale; /* pixels per sample */
 	uint32_t height;
+	int diff;	   /* svg_write_diff: colours and tooltips by change */
+	double max_change; /* the largest |change| of a node, in shares */
 };
+
+/* svg_write_diff: a node's share of NEW minus its share of BASE. */
+static double node_change(const struct draw *dr, const struct node *nd)
+{
+	const struct node *root = &dr->t->n[0];
+
+	return (root->count ? (double)nd->count / root->count : 0) -
+	       (root->base ? (double)nd->base / root->base : 0);
+}
+
+/* Red where the share grew, blue where it shrank, white-ish where it
+ * stayed; the depth of the colour is the change over the largest one. */
+static void diff_color(const struct draw *dr, const struct node *nd, char *buf, size_t len)
+{
+	double c = node_change(dr, nd), v = dr->max_change > 0 ? fabs(c) / dr->max_change : 0;
+	int w = (int)(230 * (1 - v) + 0.5);
+
+	if (c > 0)
+		snprintf(buf, len, "rgb(255,%d,%d)", w, w);
+	else if (c < 0)
+		snprintf(buf, len, "rgb(%d,%d,255)", w, w);
+	else
+		snprintf(buf, len, "rgb(230,230,230)");
+}
 
 static int node_label(struct draw *dr, struct node *nd)
 {
@@ -234,15 +262,24 @@ static int draw_node(struct draw *dr, uint32_t id, uint64_t x, uint32_t depth)
 		return 0;
 	if (node_label(dr, nd))
 		return -1;
-	node_color(dr->p, nd, dr->o->no_lines, color, sizeof(color));
+	if (dr->diff)
+		diff_color(dr, nd, color, sizeof(color));
+	else
+		node_color(dr->p, nd, dr->o->no_lines, color, sizeof(color));
 	fputs("<g class=\"f\"><title>", dr->f);
 	out_put_markup(dr->f, nd->label);
+	if (dr->diff)
+		fprintf(dr->f, "\nnew %.2f%% (%llu), base %.2f%% (%llu), change %+.2f points",
+			100.0 * nd->count / dr->t->n[0].count, (unsigned long long)nd->count,
+			dr->t->n[0].base ? 100.0 * nd->base / dr->t->n[0].base : 0.0,
+			(unsigned long long)nd->base, 100 * node_change(dr, nd));
+	else
+		fprintf(dr->f, "\n%llu %s, %.2f%%", (unsigned long long)nd->count,
+			dr->p->weighted ? "ns" : "samples", 100.0 * nd->count / dr->t->n[0].count);
 	fprintf(dr->f,
-		"\n%llu %s, %.2f%%</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+		"</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
 		"height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%.0f\">",
-		(unsigned long long)nd->count, dr->p->weighted ? "ns" : "samples",
-		100.0 * nd->count / dr->t->n[0].count, px, y, pw, FRAME_H - 1, color, px + 3,
-		y + FRAME_H - 4);
+		px, y, pw, FRAME_H - 1, color, px + 3, y + FRAME_H - 4);
 	chars = (size_t)((pw - 6) / (FONT_SIZE * FONT_W));
 	if (chars >= utf8_len(nd->label)) {
 		out_put_markup(dr->f, nd->label);
@@ -336,10 +373,11 @@ static const char script[] =
     " matchedEl.textContent='Matched: '+(100*sum/FW).toFixed(2)+'%';\n"
     "}\n";
 
-int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
+static int svg_render(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		      struct diag *d, int diff, uint32_t base_pid)
 {
 	struct tree t = {0};
-	struct draw dr = {f, p, o, &t, 0, 0};
+	struct draw dr = {f, p, o, &t, 0, 0, diff, 0};
 	uint32_t maxdepth = 0;
 	char sub[256];
 	int rc = -1;
@@ -355,8 +393,9 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
 		const struct prof_stack *st = &p->stacks[i];
 		const struct prof_thread *th = &p->threads[st->thread];
 		uint32_t cur = 0, depth = st->nframes;
+		int base = diff && th->pid == base_pid;
 
-		if (o->threads) {
+		if (o->threads && !diff) {
 			cur = tree_child(&t, cur, K_PID, th->pid);
 			if (cur != UINT32_MAX)
 				cur = tree_child(&t, cur, K_TID, th->tid);
@@ -371,16 +410,25 @@ int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o
 					 profile_frame_key(p, st->frames[j], o->no_lines));
 			if (cur == UINT32_MAX)
 				goto oom;
-			t.n[cur].count += profile_stack_value(p, st);
+			*(base ? &t.n[cur].base : &t.n[cur].count) += profile_stack_value(p, st);
 		}
-		t.n[0].count += profile_stack_value(p, st);
+		*(base ? &t.n[0].base : &t.n[0].count) += profile_stack_value(p, st);
 		if (depth > maxdepth)
 			maxdepth = depth;
 	}
 
+	for (uint32_t i = 0; diff && i < t.len; i++)
+		if (fabs(node_change(&dr, &t.n[i])) > dr.max_change)
+			dr.max_change = fabs(node_change(&dr, &t.n[i]));
 	dr.height = TOP + BOTTOM + (maxdepth + 1) * FRAME_H;
 	dr.scale = t.n[0].count ? (double)(IMG_W - 2 * XPAD) / t.n[0].count : 0;
-	if (p->weighted) /* widths are nanoseconds, not samples */
+	if (diff)
+		snprintf(sub, sizeof(sub),
+			 "widths: NEW (%llu); red: a larger share than in BASE (%llu), blue: "
+			 "smaller; deepest: %.2f points",
+			 (unsigned long long)t.n[0].count, (unsigned long long)t.n[0].base,
+			 100 * dr.max_change);
+	else if (p->weighted) /* widths are nanoseconds, not samples */
 		snprintf(sub, sizeof(sub), "%.3f s, %s clock, %llu samples and intervals%s",
 			 t.n[0].count / 1e9, p->clock, (unsigned long long)p->total,
 			 p->nempty ? " (plus failed walks, not drawn)" : "");
@@ -436,4 +484,15 @@ out:
 	free(t.n);
 	free(t.slot);
 	return rc;
+}
+
+int svg_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
+{
+	return svg_render(f, p, o, d, 0, 0);
+}
+
+int svg_write_diff(FILE *f, const struct profile *p, uint32_t base_pid,
+		   const struct profile_out_opts *o, struct diag *d)
+{
+	return svg_render(f, p, o, d, 1, base_pid);
 }

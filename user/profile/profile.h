@@ -277,6 +277,15 @@ char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, i
  * close it. */
 int collapsed_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
 		    struct diag *d);
+/* One stack's folded key as collapsed_write writes it (without the count),
+ * malloc'd; NULL with errno = ENOMEM. */
+char *collapsed_key(const struct profile *p, const struct prof_stack *st,
+		    const struct profile_out_opts *o);
+/* svg_write's differential flame graph: p holds two profiles, the samples
+ * of pid base_pid being BASE's and all others NEW's; widths are NEW's,
+ * colours the change of each frame's share of its side's total (diff). */
+int svg_write_diff(FILE *f, const struct profile *p, uint32_t base_pid,
+		   const struct profile_out_opts *o, struct diag *d);
 int speedscope_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
 		     struct diag *d);
 int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d);

@@ -2,9 +2,12 @@
 #include "raw_read.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "native_symbols.h"
 #include "text_escape.h"
@@ -536,4 +539,32 @@ out:
 	free(frames);
 	free(buf);
 	return rc;
+}
+
+/* The input: a regular file, opened without following a symlink's target
+ * into a FIFO or a device that would block or never end. */
+FILE *profile_open_input(const char *path, struct diag *d)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		diag_errno(d, errno, "%s", path);
+		if (errno == ENOENT || errno == EISDIR)
+			d->code = EXIT_USAGE;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		diag_set(d, EXIT_USAGE, "%s: not a regular file", path);
+		return NULL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		diag_errno(d, ENOMEM, "%s", path);
+	}
+	return f;
 }

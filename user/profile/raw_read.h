@@ -62,4 +62,10 @@ int raw_read(FILE *f, const char *name, raw_sample_fn fn, raw_meta_fn meta, void
 int raw_parse_line(char *line, size_t len, struct sym_sample *s, struct sym_frame *frames,
 		   const char **why);
 
+/* An input profile (convert's raw file, diff's two): a regular file, opened
+ * without following a symlink's target into a FIFO or a device that would
+ * block or never end. NULL with d set (EXIT_USAGE for a missing path, a
+ * directory or anything not a regular file). */
+FILE *profile_open_input(const char *path, struct diag *d);
+
 #endif /* RAW_READ_H */
