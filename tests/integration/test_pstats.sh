@@ -11,7 +11,8 @@
 #   - every other target's pstats loads it too, with the same total;
 #   - bpfpy convert of the .raw gives the .pstats byte for byte.
 # On one target also: --clock offcpu (a weighted profile: tt and ct are the
-# intervals' ns) of offcpu_four.py, checked the same way; and
+# intervals' ns) of offcpu_four.py, checked the same way; deep_spin.py
+# (300 frames of down(): nc/cc shows the recursion, spin first); and
 # py/hostile_names.py (3.11+): pstats loads its names and print_stats()
 # prints no raw control byte, the escaped name instead.
 . "$(dirname "$0")/lib.sh"
@@ -40,10 +41,10 @@ in_root() {
 	echo "${dir#"${root%/}"}"
 }
 
-# check LABEL ROOT BASE SRC HOT: pstats_check.py on BASE.pstats and
-# BASE.folded by LABEL's interpreter.
+# check LABEL ROOT BASE SRC HOT [RECURSIVE]: pstats_check.py on BASE.pstats
+# and BASE.folded by LABEL's interpreter.
 check() {
-	local label=$1 root=$2 b=$3 src=$4 hot=$5 head period weighted dir lib shown=$4 inner=$4
+	local label=$1 root=$2 b=$3 src=$4 hot=$5 rec=${6:-} head period weighted dir lib shown=$4 inner=$4
 	head=$(head -n 1 "$b.raw")
 	period=$(sed -n 's/.* period_ns=\([0-9]*\) .*/\1/p' <<<"$head")
 	weighted=$(sed -n 's/.* weighted=\([01]\) .*/\1/p' <<<"$head")
@@ -53,7 +54,7 @@ check() {
 	[[ $root == / ]] && lib=$CHECK || lib=$dir
 	PYTHONPATH=$lib "$PYRUN" "$label" "$CHECK/pstats_check.py" pstats="$dir/${b##*/}.pstats" \
 		folded="$dir/${b##*/}.folded" raw="$dir/${b##*/}.raw" period_ns="$period" weighted="$weighted" \
-		src="$inner" shown="$shown" hot="$hot"
+		src="$inner" shown="$shown" hot="$hot" recursive="$rec"
 	fails=$((fails + $?))
 }
 
@@ -107,6 +108,18 @@ if start_py "$L" "$PYDIR/offcpu_four.py"; then
 	kill "$PY_PID" 2>/dev/null
 else
 	bad "$L: offcpu_four.py did not start"
+fi
+
+b=$TMP/$L.deep
+if start_py "$L" "$PYDIR/deep_spin.py"; then
+	if timeout 60 "$BPFPY" record -q -p "$PY_PID" -d 1 -o "$b.pstats" -o "$b.folded" -o "$b.raw" 2>"$b.err"; then
+		check "$L" "$root" "$b" "$PYDIR/deep_spin.py" spin down
+	else
+		bad "$L deep: record failed: $(tail -n 2 "$b.err")"
+	fi
+	kill "$PY_PID" 2>/dev/null
+else
+	bad "$L: deep_spin.py did not start"
 fi
 
 minor=${ver#3.}

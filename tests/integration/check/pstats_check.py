@@ -13,7 +13,9 @@
 # A weighted profile's folded counts are ns, not samples: its cc and nc are
 # counted from the raw file of the recording instead (one line a sample, its
 # stack leaf first), whose stacks must be the folded file's.
+# With recursive=NAME, NAME's nc must exceed its cc (pstats shows "nc/cc").
 #   pstats_check.py pstats=F folded=F raw=F period_ns=N weighted=0|1 src=F shown=P [hot=NAME]
+#                   [recursive=NAME]
 import io
 import pstats
 import re
@@ -153,4 +155,11 @@ elif rows and rows[0].endswith("(%s)" % a["hot"]):
     ok("print_stats(5) unsorted lists %s first: %s" % (a["hot"], rows[0].strip()))
 else:
     bad("print_stats(5) does not list %s first: %s" % (a["hot"], rows[:2]))
+if a.get("recursive"):
+    rec = [(k, v) for k, v in stats.items() if k[2] == a["recursive"]]
+    if len(rec) == 1 and rec[0][1][1] > rec[0][1][0]:
+        ok("%s recursed: ncalls %d/%d (frames/samples), as cProfile prints recursion"
+           % (a["recursive"], rec[0][1][1], rec[0][1][0]))
+    else:
+        bad("%s: not one entry with nc > cc: %s" % (a["recursive"], [v[:2] for _, v in rec]))
 sys.exit(min(fails, 100))
