@@ -87,20 +87,16 @@ for line in open(a["folded"], encoding="utf-8"):
     c = nsamples.pop(stack, 0) if weighted else int(c)
     total_ns += w
     keys = [key(f) for f in stack.split(";")]
-    for k in set(keys):
-        s = want.setdefault(k, [0, 0, 0, 0])
-        s[0] += c
-        s[3] += w
-    for k in keys:
-        want[k][1] += c
-    want[keys[-1]][2] += w
     edges = list(zip(keys[1:], keys[:-1]))  # (callee, caller)
-    for e in set(edges):
-        s = wedge.setdefault(e, [0, 0, 0, 0])
-        s[0] += c
-        s[3] += w
-    for e in edges:
-        wedge[e][1] += c
+    # cc and ct once a stack, nc for every occurrence (recursion).
+    for table, items in ((want, keys), (wedge, edges)):
+        for k in set(items):
+            s = table.setdefault(k, [0, 0, 0, 0])
+            s[0] += c
+            s[3] += w
+        for k in items:
+            table[k][1] += c
+    want[keys[-1]][2] += w
     if len(keys) > 1:
         wedge[(keys[-1], keys[-2])][2] += w
 
