@@ -26,7 +26,8 @@
  *
  * A sample's seconds are its weight: one period of the clock (the cpu and
  * wall clocks' samples), or its interval's nanoseconds in a weighted
- * profile (--clock offcpu and wall's off-CPU intervals). Times are summed
+ * profile (--clock offcpu and wall's off-CPU intervals). A trace profile
+ * (hits at probes, no period) has its hits as the counts and 0 seconds. Times are summed
  * in nanoseconds and turned into float seconds once, so the file is the
  * same whatever the order of the stacks. Keys are written sorted, so equal
  * profiles make equal bytes (convert's promise).
@@ -57,6 +58,7 @@ struct pst_func {
 
 struct pst_stat {
 	uint64_t cc, nc, tt_ns, ct_ns;
+	uint64_t self; /* samples with it as the leaf: the order, not written */
 	uint32_t seen; /* stack index + 1 that counted cc and ct last */
 };
 
@@ -79,7 +81,8 @@ static int func_cmp(const void *a, const void *b)
 
 /* Hottest first: pstats lists entries in the file's order until told to
  * sort, so print_stats(5) shows the five functions with most self time;
- * ties by inclusive time, then by key, so the order is canonical. */
+ * ties (a trace profile has hits, no time: all 0) by self samples, then
+ * inclusive time and samples, then by key, so the order is canonical. */
 static const struct pst_stat *order_g;
 
 static int hot_cmp(const void *a, const void *b)
@@ -89,8 +92,12 @@ static int hot_cmp(const void *a, const void *b)
 
 	if (x->tt_ns != y->tt_ns)
 		return x->tt_ns > y->tt_ns ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
 	if (x->ct_ns != y->ct_ns)
 		return x->ct_ns > y->ct_ns ? -1 : 1;
+	if (x->cc != y->cc)
+		return x->cc > y->cc ? -1 : 1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
@@ -207,6 +214,7 @@ static int count_stack(const struct profile *p, uint32_t si, const uint32_t *gro
 	if (!st->nframes)
 		return 0;
 	g[group[p->frames[st->frames[0]].func]].tt_ns += w;
+	g[group[p->frames[st->frames[0]].func]].self += n;
 	for (uint32_t j = 0; j < st->nframes; j++) {
 		uint32_t callee = group[p->frames[st->frames[j]].func], caller;
 		struct pst_stat *s = &g[callee];
