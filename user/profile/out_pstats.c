@@ -317,6 +317,11 @@ int pstats_write(FILE *f, const struct profile *p, const struct profile_out_opts
 		putc('0', f); /* TYPE_NULL ends a dict */
 	}
 	putc('0', f);
+	/* Still written (convert's byte-for-byte promise), but pstats.Stats
+	 * raises TypeError on an empty dict: say why before someone asks. */
+	if (!ngroups || !p->nstacks)
+		fprintf(stderr, "bpfpy: pstats output: no samples with frames; pstats.Stats "
+				"refuses an empty profile\n");
 	if (ferror(f)) {
 		diag_errno(d, errno ? errno : EIO, "writing pstats");
 		goto out;
