@@ -27,6 +27,12 @@ the oracle's external protocol (bpfpy oracle --help):
   base name), which is what the rules' name@file conditions compare.
 - --no-gc: the artificial <GC> frame is an annotation, not a stack frame;
   the oracle judges stacks. The CLI's sampling is periodic, not Poisson.
+- A line not a number is unknown ('?'), as the reference has it (3.15's
+  class-call shim is "__init__:__init__:-1" here); a line the adapter
+  cannot read is one failed attempt ("E tachyon adapter: ...").
+
+--tee FILE keeps what the CLI wrote and said; --replay FILE translates such
+a file instead of running the CLI (the tests feed it the CLI's real output).
 """
 import math
 import os
@@ -50,7 +56,43 @@ def frame(text):
     return "%s:%s@%s" % (esc(func), line if line.isdigit() and line != "0" else "?", esc(file))
 
 
+def translate(lines, said, w):
+    """The CLI's collapsed lines and what it said, in the protocol."""
+    for line in lines:
+        # One line the adapter cannot read is one failed attempt, not the
+        # end of the run.
+        try:
+            head, _, count = line.rpartition(" ")
+            if not head or not count.isdigit():
+                continue
+            parts = head.split(";")
+            tid = parts[0][4:] if parts[0].startswith("tid:") else ""
+            frames = ";".join(frame(p) for p in parts[1 if tid else 0:])
+            stack = ("tid=%s %s\n" % (tid, frames)) if tid.isdigit() else frames + "\n"
+            w(stack * int(count))
+        except Exception as e:
+            w("E tachyon adapter: %s: %s\n" % (type(e).__name__, str(e).replace("\n", " ")[:200]))
+    m = re.search(r"Captured (\d+) samples", said)
+    e = re.search(r"Error rate: ([0-9.]+)", said)
+    if m and e:
+        w("E tachyon: failed sample\n" * round(int(m.group(1)) * float(e.group(1)) / 100))
+    for note in said.splitlines()[-3:]:
+        w("# tachyon: %s\n" % note)
+
+
+def replay(path, w):
+    """Translate a file saved with --tee (collapsed lines, then '#said ' lines)."""
+    with open(path, errors="replace") as f:
+        text = f.read().splitlines()
+    said = "".join(l[6:] + "\n" for l in text if l.startswith("#said "))
+    w("S late 0\n")
+    translate([l for l in text if not l.startswith("#said ")], said, w)
+    return 0
+
+
 def main():
+    if "--replay" in sys.argv[1:]:
+        return replay(sys.argv[sys.argv.index("--replay") + 1], sys.stdout.write)
     pid = os.environ["BPFPY_PID"]
     rate = float(os.environ.get("BPFPY_RATE_HZ", "1000"))
     duration = str(max(1, math.ceil(float(os.environ.get("BPFPY_DURATION", "3")))))
@@ -83,23 +125,10 @@ def main():
         if os.path.exists(path):
             os.unlink(path)
         os.rmdir(out)
-    w = sys.stdout.write
-    for line in lines:
-        head, _, count = line.rpartition(" ")
-        if not head or not count.isdigit():
-            continue
-        parts = head.split(";")
-        tid = parts[0][4:] if parts[0].startswith("tid:") else ""
-        frames = ";".join(frame(p) for p in parts[1 if tid else 0:])
-        stack = ("tid=%s %s\n" % (tid, frames)) if tid.isdigit() else frames + "\n"
-        w(stack * int(count))
-    out = "".join(said)
-    m = re.search(r"Captured (\d+) samples", out)
-    e = re.search(r"Error rate: ([0-9.]+)", out)
-    if m and e:
-        w("E tachyon: failed sample\n" * round(int(m.group(1)) * float(e.group(1)) / 100))
-    for note in out.splitlines()[-3:]:
-        w("# tachyon: %s\n" % note)
+    if "--tee" in sys.argv[1:]:
+        with open(sys.argv[sys.argv.index("--tee") + 1], "w") as tee:
+            tee.write("".join(l + "\n" for l in lines) + "".join("#said " + n for n in said))
+    translate(lines, "".join(said), sys.stdout.write)
     sys.stdout.flush()
     if run.returncode:
         sys.stderr.write("oracle_tachyon: %s exited %d: %s\n"
