@@ -12,6 +12,8 @@ Input: environment BPFPY_PID, BPFPY_RATE_HZ (0 = as fast as possible),
 BPFPY_DURATION (seconds), BPFPY_POISSON (1 = exponential gaps).
 --blocking stops every thread around each read (pause_threads), as the
 original's blocking modes do; without it the target runs while it is read.
+--cache reuses unchanged parent frames (cache_frames=True), as Tachyon's
+CLI does: modes cpython-live-cache and cpython-blocking-cache.
 
 Output, the oracle's external protocol (bpfpy oracle --help): "S grouped"
 when sampling begins, then per attempt the stack of each thread as
@@ -89,10 +91,14 @@ def main():
     except ImportError as e:
         print("E _remote_debugging unavailable: %s" % e, flush=True)
         return 2
+    # --cache: reuse parent frames unchanged since the last sample, as
+    # Tachyon's CLI always does (cache_frames=True in profiling.sampling):
+    # the configuration the tachyon-* modes are compared with.
+    kw = dict(cache_frames=True, mode=0, gc=False, skip_non_matching_threads=True) if "--cache" in sys.argv[1:] else {}
     try:
-        unwinder = _remote_debugging.RemoteUnwinder(pid, all_threads=True)
+        unwinder = _remote_debugging.RemoteUnwinder(pid, all_threads=True, **kw)
     except TypeError:
-        unwinder = _remote_debugging.RemoteUnwinder(pid)
+        unwinder = _remote_debugging.RemoteUnwinder(pid, **kw)
     out = sys.stdout
     write = out.write
     clock = time.monotonic

@@ -4,7 +4,8 @@
 #   scripts/oracle_peers.sh VERSION LABEL ROOT PYTHON     (a line of targets.sh)
 #
 # prints one line per peer, for the oracle to add as a mode:
-#   NAME                a mode the oracle knows (cpython-live, cpython-blocking)
+#   NAME                a mode the oracle knows (cpython-live, cpython-blocking,
+#                       cpython-live-cache)
 #   NAME<TAB>CMD        an external:CMD mode shown as NAME
 #   # skip NAME: WHY    a peer that is missing or does not support VERSION
 #
@@ -39,8 +40,11 @@ fi
 if [[ " $have " == *" _remote_debugging "* && $minor -ge 15 ]]; then
 	echo cpython-live
 	echo cpython-blocking
+	# tachyon-live's configuration (the CLI caches frames), for the
+	# oracle's consistency check
+	echo cpython-live-cache
 else
-	echo "# skip cpython-live, cpython-blocking: need 3.15's _remote_debugging (this is $ver)"
+	echo "# skip cpython-live, cpython-blocking, cpython-live-cache: need 3.15's _remote_debugging (this is $ver)"
 fi
 if [[ " $have " == *" profiling.sampling "* ]]; then
 	printf 'tachyon-live\t%s\n' "$run '$here/oracle_tachyon.py'"

@@ -52,7 +52,9 @@ static const char doc[] =
     "sample, no accuracy figure), bpf-wall "
     "(task-iterator snapshots of every thread on the schedule), external:CMD (see below), "
     "cpython-live and cpython-blocking (CPython 3.15's own _remote_debugging unwinder, "
-    "through scripts/oracle_cpython_unwinder.py, run by the target's interpreter).\n"
+    "through scripts/oracle_cpython_unwinder.py, run by the target's interpreter; "
+    "cpython-live-cache and cpython-blocking-cache: the same with cache_frames=True, as "
+    "Tachyon's CLI always runs it).\n"
     "EXTERNAL PROTOCOL. CMD runs under /bin/sh with BPFPY_PID, BPFPY_RATE_HZ, "
     "BPFPY_DURATION, BPFPY_POISSON in its environment ({pid}, {rate_hz}, {duration}, "
     "{poisson} in CMD are replaced too). It samples the PID for that long and writes on "
@@ -88,10 +90,23 @@ static const char doc[] =
     "HEADER. Interpreter, cases/runs/duration/rate_khz/warmup/poisson_sampling, CPU count, "
     "pinning, and the CPUs other processes used during the run (warning above 0.25).\n"
     "SNIPPETS from $BPFPY_SNIPPETS, else <binary>/../snippets, else "
-    "/usr/local/share/bpfpy/snippets. --snippet PATH runs any Python file (PATH.rules "
-    "beside it): a target is ready when the _oracle progress counter moves, or, for a "
+    "/usr/local/share/bpfpy/snippets. --snippet PATH runs any Python file as it is: its "
+    "rules are PATH.rules beside it, if there (without one nothing is impossible, the case "
+    "is judged by its distribution only and its heading says '[no rules: distribution "
+    "only]'); PYTHONPATH holds only a directory with _oracle.py, so nothing shadows the "
+    "standard library; a chroot interpreter gets a copy of the program's directory (no "
+    "hidden entries nor __pycache__; at most 2000 files, 64 MiB, 4 levels, else the run "
+    "is refused). A target is ready when the _oracle progress counter moves, or, for a "
     "program that does not import _oracle, when it runs a frame of its own file outside "
     "an import (30 s deadline); without a counter slowdown% is '-'.\n"
+    "CONSISTENCY. Modes that run one unwinder alike (cpython-blocking and "
+    "tachyon-blocking; cpython-live-cache and tachyon-live, the CLI caching frames) must "
+    "agree: under each case, per pair present, the TVD between the two (runs summed) and "
+    "its bound, 2 x the larger of the IID floor (pooled frequencies) and the first mode's "
+    "empirical floor, + 0.05, and the share of stacks under keys only one shows (each key "
+    ">= 1% and 10 stacks, the other >= 200 stacks), at most 5% or half the TVD's bound "
+    "if more; 'DISAGREE' past either "
+    "(JSON: the case's \"consistency\").\n"
     "SLOWDOWN. Per pair of sub-windows on the same target, 100 x (1 - progress rate with "
     "sampling on / rate with it off), from the snippet's _oracle progress counter read at "
     "every boundary; the column is the mean over pairs with a Student t 95% interval on "
@@ -166,7 +181,7 @@ static const struct argp_option options[] = {
     {"snippet", OPT_SNIPPET, "NAME|PATH", 0, "A case (repeatable; default: all)", 0},
     {"mode", OPT_MODE, "MODE", 0,
      "ptrace, live, bpf, bpf-native, bpf-wall, bpf-timer, external:CMD, cpython-live, "
-     "cpython-blocking "
+     "cpython-blocking, cpython-live-cache, cpython-blocking-cache "
      "(repeatable; "
      "default ptrace, live, bpf)",
      0},
@@ -248,7 +263,8 @@ static int mode_resolve(const char *arg, struct oracle_mode *m)
 		m->kind = MODE_EXTERNAL;
 		m->cmd = strdup(arg + 9);
 		snprintf(m->name, sizeof(m->name), "ext:%.40s", arg + 9);
-	} else if (!strcmp(arg, "cpython-live") || !strcmp(arg, "cpython-blocking")) {
+	} else if (!strcmp(arg, "cpython-live") || !strcmp(arg, "cpython-blocking") ||
+		   !strcmp(arg, "cpython-live-cache") || !strcmp(arg, "cpython-blocking-cache")) {
 		/* The command is built once the interpreter is known. */
 		m->kind = MODE_EXTERNAL;
 		snprintf(m->name, sizeof(m->name), "%s", arg);
@@ -266,7 +282,11 @@ static int add_mode(struct oracle_plan *p, const char *arg)
 	if (mode_resolve(arg, m))
 		return -1;
 	for (int i = 0; i < p->nmodes; i++) {
-		if (!strcmp(p->modes[i].name, m->name)) {
+		/* An external mode is its command: two whose names (the
+		 * command's first 40 bytes) match may still differ. */
+		if (m->kind == MODE_EXTERNAL && m->cmd && p->modes[i].cmd
+			? !strcmp(p->modes[i].cmd, m->cmd)
+			: !strcmp(p->modes[i].name, m->name)) {
 			free(m->cmd); /* given twice: once is enough */
 			m->cmd = NULL;
 			return 0;
@@ -453,6 +473,7 @@ static void add_peers(struct oracle_plan *p, const struct oracle_python *py)
 {
 	char cmd[4 * PATH_MAX + 128], line[2 * PATH_MAX + 256], ext[sizeof(line) + 16];
 	FILE *f;
+	int n;
 
 	if (strchr(py->label, '\'') || strchr(py->root, '\'') || strchr(py->python, '\'')) {
 		fprintf(stderr,
@@ -478,9 +499,10 @@ static void add_peers(struct oracle_plan *p, const struct oracle_python *py)
 		}
 		*tab = 0;
 		snprintf(ext, sizeof(ext), "external:%s", tab + 1);
+		n = p->nmodes;
 		if (add_mode(p, ext))
 			fprintf(stderr, "bpfpy oracle: --peers: cannot add mode '%s'\n", line);
-		else
+		else if (p->nmodes > n) /* not when given already: that one keeps its name */
 			snprintf(p->modes[p->nmodes - 1].name, sizeof(p->modes[0].name), "%.63s",
 				 line);
 	}
@@ -522,18 +544,21 @@ static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncp
 
 		if (m->kind != MODE_EXTERNAL || m->cmd)
 			continue;
+		const char *flags =
+		    strstr(m->name, "blocking")
+			? (strstr(m->name, "-cache") ? " --blocking --cache" : " --blocking")
+			: (strstr(m->name, "-cache") ? " --cache" : "");
+
 		if (!strcmp(py->root, "/"))
 			snprintf(cmd, sizeof(cmd), "'%s' '%s/scripts/oracle_cpython_unwinder.py'%s",
-				 py->python, p->data_dir,
-				 strstr(m->name, "blocking") ? " --blocking" : "");
+				 py->python, p->data_dir, flags);
 		else
 			/* Same-version only: the adapter runs in the target's root,
 			 * with a /proc of its own (what scripts/pyrun.sh --proc does). */
 			snprintf(cmd, sizeof(cmd),
 				 "'%s/scripts/pyrun.sh' --proc '%s' "
 				 "'%s/scripts/oracle_cpython_unwinder.py'%s",
-				 p->data_dir, py->label, p->data_dir,
-				 strstr(m->name, "blocking") ? " --blocking" : "");
+				 p->data_dir, py->label, p->data_dir, flags);
 		m->cmd = strdup(cmd);
 	}
 	if (o->cpus_set) {
@@ -747,8 +772,10 @@ int cmd_oracle(int argc, char **argv)
 	if (other < 0)
 		other = 0;
 	oracle_print_header(stdout, &plan, &py, ncases, ncpus, other);
-	for (int ci = 0; ci < ncases; ci++)
+	for (int ci = 0; ci < ncases; ci++) {
 		oracle_print_case(stdout, &plan, &crs[ci]);
+		oracle_print_consistency(stdout, &plan, &crs[ci]);
+	}
 	fflush(stdout);
 	run_json = oracle_json(&plan, &py, crs, ncases, ncpus, other);
 	if (o.json && oracle_write_json(o.json, run_json, o.force, &d))

@@ -42,6 +42,7 @@ struct oracle_case {
 	char py[PATH_MAX];
 	char dir[PATH_MAX]; /* where _oracle.py is */
 	struct rules *rules;
+	int no_rules; /* no NAME.rules beside it: distribution only */
 };
 
 enum oracle_mode_kind {
@@ -243,6 +244,12 @@ int oracle_write_json(const char *path, struct json_object *root, int force, str
  * oracle then exits 1: a table without that mode's figures is no verdict. */
 int oracle_empty(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *crs,
 		 int ncases);
+/* Modes that share an unwinder (cpython-blocking and tachyon-blocking,
+ * cpython-live and tachyon-live) must agree within their noise: one line
+ * per pair present (tvd, bound, agree or DISAGREE; the same in the JSON's
+ * per-case "consistency"). */
+void oracle_print_consistency(FILE *f, const struct oracle_plan *p,
+			      const struct oracle_case_result *cr);
 /* Prints each broken threshold; returns how many. */
 int oracle_check(FILE *f, const struct oracle_plan *p, struct oracle_case_result *crs, int ncases);
 

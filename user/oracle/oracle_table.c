@@ -108,6 +108,192 @@ void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr)
 	}
 }
 
+/* Modes that read the target with one and the same unwinder (CPython's
+ * _remote_debugging: directly, or through its CLI), run alike: whatever
+ * differs between them beyond sampling noise is an adapter's or a mode's
+ * doing, not the unwinder's (issue 26: cpython-blocking's misnamed
+ * class-call shim gave it tvd_excess 0.59 where tachyon-blocking had
+ * 0.07). The CLI always caches frames (cache_frames=True): live, that
+ * changes which torn stacks it sees (on raytrace.py 11% of cpython-live's
+ * stacks were keys tachyon-live never showed), so tachyon-live is paired
+ * with cpython-live-cache; a stopped target shows the same either way. */
+static const char *const same_unwinder[][2] = {
+    {"cpython-blocking", "tachyon-blocking"},
+    {"cpython-live-cache", "tachyon-live"},
+};
+
+static int mode_index(const struct oracle_plan *p, const char *name)
+{
+	for (int m = 0; m < p->nmodes; m++)
+		if (!strcmp(p->modes[m].name, name))
+			return m;
+	return -1;
+}
+
+/* Keys one mode shows and the other (of at least PAIR_MIN_OTHER stacks)
+ * never does, each at least PAIR_KEY_SHARE of the first's stacks: past
+ * PAIR_EXCLUSIVE of its stacks in all, a disagreement by itself. One
+ * unwinder cannot show a stack that often through one door and never
+ * through the other, while a misnamed frame does exactly that, spread
+ * over every key it is in: each a small share, hidden inside the TVD's
+ * bound (3.15's class-call shim misnamed on records.py: 3.8% at most for
+ * one key, tvd 0.161 within a bound of 0.187). */
+#define PAIR_EXCLUSIVE 0.05
+#define PAIR_KEY_SHARE 0.01
+#define PAIR_MIN_OTHER 200
+
+struct pair_fig {
+	double tvd, bound;  /* NAN: a mode has no stack */
+	double excl;	    /* the share of keys absent from the other, larger side */
+	char excl_key[160]; /* its largest such key */
+	int excl_mode;	    /* whose keys those are */
+	double excl_max;    /* what excl may be: max(PAIR_EXCLUSIVE, bound / 2) */
+	int agree;
+};
+
+static void exclusive(const struct keydist *x, const struct keydist *y, int mode,
+		      struct pair_fig *f)
+{
+	double nx = keydist_total(x), ny = keydist_total(y), w, sum = 0, top = 0;
+	size_t it = 0;
+	const char *k, *topk = "";
+
+	if (ny < PAIR_MIN_OTHER)
+		return;
+	while (keydist_next(x, &it, &k, &w))
+		if (w / nx >= PAIR_KEY_SHARE && w >= 10 && keydist_get(y, k) <= 0) {
+			sum += w / nx;
+			if (w > top) {
+				top = w;
+				topk = k;
+			}
+		}
+	if (sum > f->excl) {
+		f->excl = sum;
+		f->excl_mode = mode;
+		snprintf(f->excl_key, sizeof(f->excl_key), "%s", topk);
+	}
+}
+
+/* Over all runs of the case (counts summed): TVD between the two modes'
+ * distributions, and its bound, generous on purpose: twice the larger of
+ * the IID floor (frequencies of the two pooled) and the empirical floor
+ * (the first mode's interleaved halves, scaled to the two sizes), plus 0.05
+ * for what differs between two targets run one after the other; and the
+ * keys one mode has and the other never shows (above). */
+static json_object *jnum(double x);
+
+static void pair_figures(const struct oracle_plan *p, const struct oracle_case_result *cr, int a,
+			 int b, struct pair_fig *f)
+{
+	struct keydist *da = keydist_new(), *db = keydist_new(), *pool = keydist_new();
+	double na, nb, noise = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->tvd = f->bound = NAN;
+	if (!da || !db || !pool)
+		goto out;
+	for (int run = 0; run < p->o->runs; run++) {
+		const struct oracle_result *ra = &cr->res[run * p->nmodes + a],
+					   *rb = &cr->res[run * p->nmodes + b];
+		size_t it = 0;
+		const char *k;
+		double w;
+
+		while (keydist_next(ra->dist, &it, &k, &w))
+			if (!keydist_add(da, k, w) || !keydist_add(pool, k, w))
+				goto out;
+		it = 0;
+		while (keydist_next(rb->dist, &it, &k, &w))
+			if (!keydist_add(db, k, w) || !keydist_add(pool, k, w))
+				goto out;
+	}
+	na = keydist_total(da);
+	nb = keydist_total(db);
+	if (na <= 0 || nb <= 0)
+		goto out;
+	f->tvd = oracle_tvd(da, db);
+	noise = oracle_tvd_floor(pool, na, nb);
+	{
+		/* The empirical floor from the first mode only: its stacks
+		 * come in time order, while Tachyon's CLI writes them grouped
+		 * by stack, so halves of its sequence would differ by
+		 * construction. */
+		double e = oracle_tvd_noise(cr->res[a].seq, cr->res[a].nseq, 0, na, nb);
+
+		if (!isnan(e) && e > noise)
+			noise = e;
+	}
+	f->bound = 2 * noise + 0.05;
+	exclusive(da, db, a, f);
+	exclusive(db, da, b, f);
+	/* Half the bound: exclusive stacks count fully in the TVD, so more
+	 * than half of all the noise allows, under keys the other never
+	 * shows, is no noise; live pairs with many torn keys (bound ~0.6)
+	 * show 6% so by chance. */
+	f->excl_max = fmax(PAIR_EXCLUSIVE, f->bound / 2);
+	f->agree = f->tvd <= f->bound && f->excl <= f->excl_max;
+out:
+	keydist_free(da);
+	keydist_free(db);
+	keydist_free(pool);
+}
+
+void oracle_print_consistency(FILE *f, const struct oracle_plan *p,
+			      const struct oracle_case_result *cr)
+{
+	for (size_t i = 0; i < sizeof(same_unwinder) / sizeof(same_unwinder[0]); i++) {
+		int a = mode_index(p, same_unwinder[i][0]), b = mode_index(p, same_unwinder[i][1]);
+		struct pair_fig pf;
+
+		if (a < 0 || b < 0)
+			continue;
+		pair_figures(p, cr, a, b, &pf);
+		fprintf(f, "consistency: %s vs %s (one unwinder): ", same_unwinder[i][0],
+			same_unwinder[i][1]);
+		if (isnan(pf.tvd)) {
+			fprintf(f, "no figure (a mode has no stack)\n");
+			continue;
+		}
+		fprintf(f, "tvd %.3f, bound %.3f; keys only one shows: %.1f%% (bound %.1f%%): %s\n",
+			pf.tvd, pf.bound, 100 * pf.excl, 100 * pf.excl_max,
+			pf.agree ? "agree"
+				 : "DISAGREE (beyond noise: an adapter or a mode misreads what "
+				   "the unwinder gives)");
+		if (pf.excl > pf.excl_max)
+			fprintf(f, "  only %s shows %.1f%% of its stacks, the most as %s\n",
+				p->modes[pf.excl_mode].name, 100 * pf.excl, pf.excl_key);
+	}
+}
+
+static json_object *jconsistency(const struct oracle_plan *p, const struct oracle_case_result *cr)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < sizeof(same_unwinder) / sizeof(same_unwinder[0]); i++) {
+		int a = mode_index(p, same_unwinder[i][0]), b = mode_index(p, same_unwinder[i][1]);
+		struct pair_fig pf;
+		json_object *j;
+
+		if (a < 0 || b < 0)
+			continue;
+		pair_figures(p, cr, a, b, &pf);
+		j = json_object_new_object();
+		json_object_object_add(j, "a", json_object_new_string(same_unwinder[i][0]));
+		json_object_object_add(j, "b", json_object_new_string(same_unwinder[i][1]));
+		json_object_object_add(j, "tvd", jnum(pf.tvd));
+		json_object_object_add(j, "bound", jnum(pf.bound));
+		json_object_object_add(j, "exclusive_share", jnum(pf.excl));
+		json_object_object_add(j, "exclusive_bound", jnum(pf.excl_max));
+		json_object_object_add(j, "exclusive_key",
+				       pf.excl > 0 ? json_object_new_string(pf.excl_key) : NULL);
+		json_object_object_add(j, "agree",
+				       isnan(pf.tvd) ? NULL : json_object_new_boolean(pf.agree));
+		json_object_array_add(arr, j);
+	}
+	return arr;
+}
+
 /* The figure of every run of mode m, by field offset. */
 static void gather(const struct oracle_plan *p, const struct oracle_case_result *cr, int m,
 		   size_t off, struct oracle_agg *agg)
@@ -250,8 +436,8 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 		if (s.stacks != s.samples)
 			show_stacks = 1;
 	}
-	fprintf(f, "\n%s (%s) ref_keys=%zu", cr->c->name, cr->c->operation,
-		keydist_nkeys(ref0->dist));
+	fprintf(f, "\n%s (%s)%s ref_keys=%zu", cr->c->name, cr->c->operation,
+		cr->c->no_rules ? " [no rules: distribution only]" : "", keydist_nkeys(ref0->dist));
 	/* How many of the reference's stacks were of running threads: the
 	 * set the "running" rows below were compared with. */
 	if (keydist_total(ref0->dist_run) > 0)
@@ -567,6 +753,7 @@ json_object *oracle_json(const struct oracle_plan *p, const struct oracle_python
 		json_object_object_add(jc, "name", json_object_new_string(cr->c->name));
 		json_object_object_add(jc, "operation", json_object_new_string(cr->c->operation));
 		json_object_object_add(jc, "snippet", json_object_new_string(cr->c->py));
+		json_object_object_add(jc, "rules", json_object_new_boolean(!cr->c->no_rules));
 		json_object_object_add(jc, "ref_keys",
 				       json_object_new_uint64(keydist_nkeys(cr->res[p->ref].dist)));
 		for (int m = 0; m < p->nmodes; m++) {
@@ -587,6 +774,7 @@ json_object *oracle_json(const struct oracle_plan *p, const struct oracle_python
 			json_object_array_add(modes, jm);
 		}
 		json_object_object_add(jc, "modes", modes);
+		json_object_object_add(jc, "consistency", jconsistency(p, cr));
 		json_object_array_add(cases, jc);
 	}
 	json_object_object_add(root, "cases", cases);

@@ -304,8 +304,17 @@ int oracle_load_case(const char *name_or_path, const char *dir, struct oracle_ca
 		return diag_set(d, EXIT_USAGE, "--snippet %s: expected a .py file", name_or_path);
 	snprintf(c->name, sizeof(c->name), "%.*s", (int)(l - 3), base);
 	snprintf(rules, sizeof(rules), "%.*s.rules", (int)(strlen(c->py) - 3), c->py);
-	if (rules_load(rules, &c->rules, d))
+	/* Any program runs as it is: without NAME.rules beside it nothing is
+	 * impossible and the case is judged by its distribution only (its
+	 * heading says so). A rules file that exists but cannot be read is
+	 * still an error. */
+	if (access(rules, F_OK) && errno == ENOENT) {
+		if (rules_parse("", rules, base, &c->rules, d))
+			return -1;
+		c->no_rules = 1;
+	} else if (rules_load(rules, &c->rules, d)) {
 		return -1;
+	}
 	/* _oracle.py beside the snippet, else the shipped one. */
 	snprintf(c->dir, sizeof(c->dir), "%.*s", (int)(base - c->py - 1), c->py);
 	(void)fmt_path(rules, sizeof(rules), "%s/_oracle.py", c->dir);
@@ -318,7 +327,9 @@ int oracle_load_case(const char *name_or_path, const char *dir, struct oracle_ca
 static int copy_file(const char *from, const char *to)
 {
 	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	/* O_NONBLOCK: a file swapped for a FIFO after the caller's stat
+	 * must not block us. */
+	int in = open(from, O_RDONLY | O_CLOEXEC | O_NONBLOCK), out;
 	ssize_t n;
 
 	if (in < 0)
@@ -338,6 +349,81 @@ static int copy_file(const char *from, const char *to)
 	return n < 0 ? -1 : 0;
 }
 
+/* What a chroot target is given of its program's directory (README,
+ * "Any Python file"): everything but hidden entries and __pycache__, up to
+ * these bounds; past one, the run is refused rather than half-copied. The
+ * depth keeps the copy within what signals_rmtree removes. */
+#define PROG_COPY_MAX_BYTES (64ull << 20)
+#define PROG_COPY_MAX_FILES 2000
+#define PROG_COPY_MAX_DEPTH 4
+
+struct tree_budget {
+	unsigned long long bytes;
+	int files;
+	const char *top; /* for the message */
+};
+
+static int copy_tree(const char *from, const char *to, int depth, struct tree_budget *b,
+		     struct diag *d)
+{
+	DIR *dp = opendir(from);
+	struct dirent *e;
+	int ret = 0;
+
+	if (!dp)
+		return diag_errno(d, errno, "cannot read the program's directory %s", from);
+	while (!ret && (e = readdir(dp))) {
+		char src[PATH_MAX], dst[PATH_MAX];
+		struct stat st, lst;
+
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "__pycache__"))
+			continue;
+		if (fmt_path(src, sizeof(src), "%s/%s", from, e->d_name) ||
+		    fmt_path(dst, sizeof(dst), "%s/%s", to, e->d_name)) {
+			ret = diag_errno(d, errno, "%s/%s", from, e->d_name);
+			break;
+		}
+		/* A link to a file is copied as the file; a link to a
+		 * directory is not followed (no loops, no escaping). */
+		if (lstat(src, &lst) || stat(src, &st))
+			continue;
+		if (S_ISDIR(st.st_mode) && !S_ISLNK(lst.st_mode)) {
+			if (depth >= PROG_COPY_MAX_DEPTH) {
+				ret =
+				    diag_set(d, EXIT_USAGE,
+					     "the program's directory %s is deeper than %d levels "
+					     "(%s): a chroot target gets a bounded copy of it; put "
+					     "the program in a directory of its own",
+					     b->top, PROG_COPY_MAX_DEPTH, src);
+				break;
+			}
+			if (mkdir(dst, 0755) && errno != EEXIST)
+				ret = diag_errno(d, errno, "cannot create %s", dst);
+			else
+				ret = copy_tree(src, dst, depth + 1, b, d);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode))
+			continue;
+		b->bytes += (unsigned long long)st.st_size;
+		if (++b->files > PROG_COPY_MAX_FILES || b->bytes > PROG_COPY_MAX_BYTES) {
+			ret = diag_set(d, EXIT_USAGE,
+				       "the program's directory %s holds more than %s: a chroot "
+				       "target gets a bounded copy of it (at most %d files, %llu "
+				       "MiB); put the program in a directory of its own",
+				       b->top,
+				       b->files > PROG_COPY_MAX_FILES ? "too many files"
+								      : "too many bytes",
+				       PROG_COPY_MAX_FILES, PROG_COPY_MAX_BYTES >> 20);
+			break;
+		}
+		if (copy_file(src, dst))
+			ret = diag_errno(d, errno, "cannot copy %s into %s", src, to);
+	}
+	closedir(dp);
+	return ret;
+}
+
 /* Path as the target sees it: host path minus the chroot prefix. */
 static const char *inside(const struct oracle_python *py, const char *host)
 {
@@ -352,7 +438,7 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 			const struct oracle_python *py, const struct oracle_plan *p, struct diag *d)
 {
 	char tmpl[PATH_MAX], script[PATH_MAX], oracle_py[PATH_MAX], env_p[PATH_MAX + 32],
-	    env_t[PATH_MAX + 32], env_pp[PATH_MAX + 32];
+	    env_t[PATH_MAX + 32], env_pp[PATH_MAX + 32], lib[PATH_MAX], prog[PATH_MAX];
 	const char *base = strrchr(c->py, '/') ? strrchr(c->py, '/') + 1 : c->py;
 	int chrooted = strcmp(py->root, "/") != 0, fd;
 	uint64_t zero = 0;
@@ -392,24 +478,35 @@ int oracle_target_start(struct oracle_target *t, const struct oracle_case *c,
 		return diag_errno(d, errno, "cannot map %s", t->progress_path);
 	}
 	t->progress = t->map;
+	/* _oracle alone in a directory of its own on PYTHONPATH: the
+	 * snippets directory there would shadow the standard library for
+	 * any program (its asyncio.py is a case; an unmodified program's
+	 * "import asyncio" loaded it). A snippet finds _oracle beside itself
+	 * anyway, as the first entry of its sys.path. */
+	if (fmt_path(lib, sizeof(lib), "%s/lib", tmpl) || mkdir(lib, 0755) ||
+	    fmt_path(oracle_py, sizeof(oracle_py), "%s/_oracle.py", c->dir) ||
+	    fmt_path(script, sizeof(script), "%s/_oracle.py", lib) || copy_file(oracle_py, script))
+		return diag_errno(d, errno, "cannot put _oracle.py in %s/lib", tmpl);
 	if (chrooted) {
-		/* A chroot sees only its own tree: the snippet goes in. */
-		(void)fmt_path(script, sizeof(script), "%s/%s", tmpl, base);
-		(void)fmt_path(oracle_py, sizeof(oracle_py), "%s/_oracle.py", c->dir);
-		if (copy_file(c->py, script)) {
-			diag_errno(d, errno, "cannot copy %s into %s", c->py, tmpl);
+		/* A chroot sees only its own tree: the program's directory goes
+		 * in (bounded), so that its own modules import. */
+		struct tree_budget b = {0};
+		char pdir[PATH_MAX];
+
+		snprintf(pdir, sizeof(pdir), "%.*s", (int)(base - c->py - 1), c->py);
+		b.top = pdir;
+		if (fmt_path(prog, sizeof(prog), "%s/prog", tmpl) || mkdir(prog, 0755))
+			return diag_errno(d, errno, "cannot create %s/prog", tmpl);
+		if (copy_tree(pdir, prog, 0, &b, d))
 			return -1;
-		}
-		(void)fmt_path(tmpl, sizeof(tmpl), "%s/_oracle.py", t->tmpdir);
-		if (copy_file(oracle_py, tmpl))
-			return diag_errno(d, errno, "cannot copy %s into %s", oracle_py, t->tmpdir);
+		if (fmt_path(script, sizeof(script), "%s/%s", prog, base))
+			return diag_errno(d, errno, "%s/%s", prog, base);
 	} else {
 		snprintf(script, sizeof(script), "%s", c->py);
 	}
 	snprintf(env_p, sizeof(env_p), "BPFPY_PROGRESS=%s", inside(py, t->progress_path));
 	snprintf(env_t, sizeof(env_t), "BPFPY_TRUTH=%s", inside(py, t->truth_path));
-	snprintf(env_pp, sizeof(env_pp), "PYTHONPATH=%s",
-		 chrooted ? inside(py, t->tmpdir) : c->dir);
+	snprintf(env_pp, sizeof(env_pp), "PYTHONPATH=%s", inside(py, lib));
 
 	t->pid = fork();
 	if (t->pid < 0)
@@ -591,27 +688,19 @@ void oracle_target_stop(struct oracle_target *t, struct keydist **truth)
 	t->map = NULL;
 	t->progress = NULL;
 	if (t->tmpdir[0]) {
-		/* Only what we put there: a snippet's own files are its business. */
-		static const char *const names[] = {"progress", "truth.json", "truth.json.tmp",
-						    "log", "_oracle.py"};
+		/* Only what we put there: what a program writes elsewhere is its
+		 * business. prog/ is our copy of a chroot target's directory
+		 * (with what the program added to it); lib/ holds _oracle.py. */
+		static const char *const names[] = {"progress", "truth.json",	  "truth.json.tmp",
+						    "log",	"lib/_oracle.py", "lib"};
 
+		snprintf(p, sizeof(p), "%s/prog", t->tmpdir);
+		signals_rmtree(p);
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 			snprintf(p, sizeof(p), "%s/%s", t->tmpdir, names[i]);
-			unlink(p);
+			if (unlink(p) && errno == EISDIR)
+				rmdir(p);
 		}
-		DIR *dp = opendir(t->tmpdir);
-		struct dirent *e;
-
-		while (dp && (e = readdir(dp))) {
-			size_t l = strlen(e->d_name);
-
-			if (l > 3 && !strcmp(e->d_name + l - 3, ".py")) {
-				snprintf(p, sizeof(p), "%s/%s", t->tmpdir, e->d_name);
-				unlink(p);
-			}
-		}
-		if (dp)
-			closedir(dp);
 		rmdir(t->tmpdir);
 		signals_untrack_path(t->tmpdir);
 		t->tmpdir[0] = 0;
