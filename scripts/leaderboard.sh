@@ -17,7 +17,8 @@
 #                         Austin 1.0.1, sid-Austin and Tachyon ones), ptrace,
 #                         bpf, bpf-timer and the peers, 0.5 s windows unless told
 #   LEADERBOARD_PYTHONS   interpreter labels, comma-separated (default: all)
-#   LEADERBOARD_CASES     cases, comma-separated (default: all)
+#   LEADERBOARD_CASES     cases, comma-separated (default: all, and every
+#                         program of snippets/realistic/, named realistic/NAME)
 #
 # One oracle run per interpreter and rate; each runs its windows one after
 # another (README "Leaderboard" has the time a full run takes). A run that
@@ -44,9 +45,20 @@ if [[ -z $pythons ]]; then
 	# run cut short still has them (the report is rewritten after each).
 	pythons=$("$here/targets.sh" | cut -f2 | tac | paste -sd,) || exit 1
 fi
+# realistic/NAME: a program of snippets/realistic/ (ordinary code, run as it
+# is); by default every case and every such program.
+snippets=${BPFPY_SNIPPETS:-$here/../snippets}
 snip=()
+if [[ -z $cases ]]; then
+	for c in $(cd "$snippets" && ls ./*.py | sed -n 's|^\./\([a-z][a-z0-9_]*\)\.py$|\1|p' | grep -v '^bench_'); do
+		snip+=(--snippet "$c")
+	done
+	for p in "$snippets"/realistic/*.py; do [[ -e $p ]] && snip+=(--snippet "$p"); done
+fi
 IFS=, read -ra cs <<<"$cases"
-for c in "${cs[@]}"; do snip+=(--snippet "$c"); done
+for c in "${cs[@]}"; do
+	if [[ $c == realistic/* ]]; then snip+=(--snippet "$snippets/$c.py"); else snip+=(--snippet "$c"); fi
+done
 
 report() {
 python3 - "$work" "$OUT/leaderboard.json" "$OUT/leaderboard.md" "$quick" "$dur" \
@@ -118,6 +130,27 @@ with open(mpath, "w") as out:
               "tvd_excess | slowdown% | walk% | µs | µs_target | note |\n")
     out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     out.write("\n".join(rows) + "\n")
+    # Modes that run one unwinder alike must agree (bpfpy oracle --help,
+    # CONSISTENCY): every pair measured, a disagreement marked.
+    pairs = []
+    for r in runs:
+        o = r.get("oracle")
+        for c in (o or {}).get("cases", []):
+            for pc in c.get("consistency") or []:
+                pairs.append((c["name"], o["header"]["python_label"], o["header"]["rate_khz"], pc))
+    out.write("\n## Consistency (modes sharing an unwinder)\n\n")
+    bad = [x for x in pairs if x[3].get("agree") is False]
+    out.write("%d pairs measured, %d DISAGREE.\n\n" % (len(pairs), len(bad)))
+    if pairs:
+        out.write("| case | interpreter | kHz | pair | tvd | bound | keys only one shows | bound | verdict |\n")
+        out.write("|---|---|---|---|---|---|---|---|---|\n")
+        for case, py, khz, pc in sorted(pairs, key=lambda x: (x[3].get("agree") is not False,) + x[:3]):
+            out.write("| %s | %s | %g | %s ~ %s | %s | %s | %s | %s | %s |\n" % (
+                case, py, khz, pc["a"], pc["b"], f(pc.get("tvd"), "%.3f"), f(pc.get("bound"), "%.3f"),
+                f(None if pc.get("exclusive_share") is None else 100 * pc["exclusive_share"], "%.1f%%"),
+                f(None if pc.get("exclusive_bound") is None else 100 * pc["exclusive_bound"], "%.1f%%"),
+                {True: "agree", False: "**DISAGREE**", None: "not judged: %s" % (
+                    pc.get("not_judged") or "no figure")}[pc.get("agree")]))
     # Cells no peer row stands for: the peer cannot run that interpreter.
     out.write("\n## Unsupported peers (no row: scripts/oracle_peers.sh's reason)\n\n")
     out.write("| interpreter | peer | reason |\n|---|---|---|\n")
