@@ -9,6 +9,9 @@
 #     leaf, [task Task-1];main;[task worker-K];worker;[task fetch-K];fetch;
 #     crunch with one K, and every K is seen (the running task read in the
 #     kernel at the sample, its awaiters from the task graph);
+#   - record --async-mode all --clock snapshot: at each tick a sample of
+#     every waiting task (Task-1 in main, worker-K in worker, ...);
+#   - top --async: rows per task chain;
 #   - dump --async (stopped) and --json: the seven tasks, who awaits whom,
 #     at most one running, Task-1 suspended in main; text = JSON.
 # py/async_shapes.py (dump --async): a TaskGroup's children under it, a
@@ -59,6 +62,13 @@ one() {
 		fails=$((fails + $?))
 	else
 		bad "$label: record --async exited $?: $(head -c 300 "$f.rec.err")"
+	fi
+	if bpfpy record -p "$PY_PID" --async-mode all --clock snapshot -F 50 -d 2 -o "$f.all.txt" \
+		2>"$f.all.err"; then
+		"$CHECKPY" "$CHK" all "$f.all.txt" "$f.all.err"
+		fails=$((fails + $?))
+	else
+		bad "$label: record --async-mode all exited $?: $(head -c 300 "$f.all.err")"
 	fi
 	# top --async without a terminal prints each refresh: the last one's
 	# rows are task chains, the root's TOTAL% holding its tasks'.

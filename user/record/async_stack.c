@@ -88,6 +88,36 @@ static void put_frame(struct rec_target *t, const struct frame_rec *f, struct sy
 	(*n)++;
 }
 
+/* The frames and marks of the tasks that await k (k's own mark is put),
+ * to the root, from the graph; a cycle or PY_TASK_CHAIN_MAX tasks cut it. */
+static void put_awaiters(struct rec_target *t, const struct py_task *k, uint64_t first,
+			 struct sym_frame *out, uint32_t cap, uint32_t *n, unsigned nmark,
+			 struct async_stats *st)
+{
+	uint64_t seen[PY_TASK_CHAIN_MAX];
+	unsigned nseen = 0;
+
+	seen[nseen++] = first;
+	for (const struct py_task *cur = k; cur && cur->awaiter;) {
+		const struct py_task *a = py_task_find(&t->async->g, cur->awaiter);
+		int loop = 0;
+
+		if (!a)
+			break;
+		for (unsigned s = 0; s < nseen; s++)
+			loop |= seen[s] == a->addr;
+		if (loop || nseen == PY_TASK_CHAIN_MAX) {
+			st->cut++;
+			break;
+		}
+		seen[nseen++] = a->addr;
+		for (unsigned f = 0; f < a->nframes; f++)
+			put_frame(t, &a->frames[f], out, cap, n, NULL);
+		put_mark(out, cap, n, nmark++, a->name, a->nawaiters);
+		cur = a;
+	}
+}
+
 /* The graph's entry for the kernel's task, if the graph holds that task
  * with the coroutine the kernel saw; read again (rarely) when it does not. */
 static const struct py_task *verified(struct rec_target *t, const struct task_rec *tr,
@@ -120,9 +150,8 @@ uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 		       struct sym_frame *out, uint32_t cap, struct async_stats *st, int *unnamed)
 {
 	uint32_t n = 0, idx = tr->frame_idx, nf = h->nframes;
-	const struct py_task *k, *cur;
-	uint64_t seen[PY_TASK_CHAIN_MAX];
-	unsigned nseen = 0, nmark = 0;
+	const struct py_task *k;
+	unsigned nmark = 0;
 	char name[PY_TASK_NAME_CAP];
 
 	if (tr->flags & TASK_SCAN_CUT)
@@ -143,25 +172,7 @@ uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 	put_mark(out, cap, &n, nmark++, name, k ? k->nawaiters : 0);
 	if (!k)
 		st->unresolved++;
-	seen[nseen++] = tr->task;
-	for (cur = k; cur && cur->awaiter;) {
-		const struct py_task *a = py_task_find(&t->async->g, cur->awaiter);
-		int loop = 0;
-
-		if (!a)
-			break;
-		for (unsigned s = 0; s < nseen; s++)
-			loop |= seen[s] == a->addr;
-		if (loop || nseen == PY_TASK_CHAIN_MAX) {
-			st->cut++;
-			break;
-		}
-		seen[nseen++] = a->addr;
-		for (unsigned f = 0; f < a->nframes; f++)
-			put_frame(t, &a->frames[f], out, cap, &n, NULL);
-		put_mark(out, cap, &n, nmark++, a->name, a->nawaiters);
-		cur = a;
-	}
+	put_awaiters(t, k, tr->task, out, cap, &n, nmark, st);
 	idx++;
 	for (uint32_t i = idx; i < nf; i++)
 		put_frame(t, &frames[i], out, cap, &n, unnamed);
@@ -172,4 +183,40 @@ rest:
 	for (uint32_t i = 0; i < nf; i++)
 		put_frame(t, &frames[i], out, cap, &n, unnamed);
 	return n < cap ? n : cap;
+}
+
+void async_snapshot_all(struct target_set *ts, uint64_t ts_ns, struct sym_frame *buf, uint32_t cap,
+			struct async_stats *st, async_emit_fn emit, void *ctx)
+{
+	for (int i = 0; i < ts->n; i++) {
+		struct rec_target *t = ts->t[i];
+		struct async_target *at = t->async;
+		struct diag d = {0};
+
+		if (!at || !t->proc || t->exited || !py_asyncio_find(t->proc, &at->a))
+			continue;
+		if (py_asyncio_read(t->proc, &at->a, &at->g, &d) < 0)
+			continue;
+		py_asyncio_name(t->proc, &at->a, &at->g);
+		at->read_ns = mono_ns();
+		st->snapshots++;
+		for (size_t k = 0; k < at->g.n; k++) {
+			const struct py_task *task = &at->g.v[k];
+			struct sym_sample s = {
+			    .ts_ns = ts_ns, .pid = (uint32_t)t->pid, .frames = buf};
+			uint32_t n = 0;
+
+			if (task->state != PY_TASK_PENDING)
+				continue;
+			for (unsigned f = 0; f < task->nframes; f++)
+				put_frame(t, &task->frames[f], buf, cap, &n, NULL);
+			put_mark(buf, cap, &n, 0, task->name, task->nawaiters);
+			put_awaiters(t, task, task->addr, buf, cap, &n, 1, st);
+			s.nframes = n < cap ? n : cap;
+			s.flags = SAMPLE_WALL | SAMPLE_IDLE;
+			emit(ctx, &s);
+			code_cache_end_sample(t->cache);
+			st->waiting++;
+		}
+	}
 }

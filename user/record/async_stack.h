@@ -36,6 +36,8 @@ struct async_stats {
 	uint64_t cut;	       /* chains cut: a cycle, or past PY_TASK_CHAIN_MAX tasks */
 	uint64_t graph_reads;  /* task graphs read while recording */
 	uint64_t scan_cut;     /* 3.11-3.13: more running loops than the kernel scans */
+	uint64_t waiting;      /* --async-mode all: waiting-task samples added */
+	uint64_t snapshots;    /* --async-mode all: task graphs read at ticks */
 };
 
 /* Give t the async layout (PROC_ASYNC in its config). strict: refuse
@@ -53,6 +55,17 @@ void async_targets_poll(struct target_set *ts);
 uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 		       const struct frame_rec *frames, const struct task_rec *tr,
 		       struct sym_frame *out, uint32_t cap, struct async_stats *st, int *unnamed);
+
+/*
+ * --async-mode all, at each snapshot tick: every waiting task of every
+ * target, as a sample of its own (pid, tid 0): its suspended frames, leaf
+ * first, its [task NAME], then the chain of its awaiters to the root, as
+ * async_compose builds it. Running tasks are the kernel's samples of their
+ * threads. emit gets each sample (frames valid until it returns).
+ */
+typedef void (*async_emit_fn)(void *ctx, const struct sym_sample *s);
+void async_snapshot_all(struct target_set *ts, uint64_t ts_ns, struct sym_frame *buf, uint32_t cap,
+			struct async_stats *st, async_emit_fn emit, void *ctx);
 
 /* The task record of h, or NULL (bpf_sampler checked its size). */
 static inline const struct task_rec *async_task_rec(const struct sample_hdr *h,

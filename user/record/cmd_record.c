@@ -71,6 +71,7 @@ struct record_opts {
 	int phases;		 /* --phases */
 	int cost_floor;		 /* --cost-floor */
 	int async;		 /* --async */
+	int async_all;		 /* --async-mode all */
 };
 
 static const char doc[] =
@@ -114,7 +115,13 @@ static const char doc[] =
     "loop ran none, running tasks whose coroutine frame was not in the stack, chains "
     "without awaiters (the task not in the graph read), chains cut (a cycle, or 256 tasks), "
     "graph reads, and kernel scans cut at 8 running loops (3.11-3.13). Not with --native, "
-    "--kernel or --cost-floor.\n"
+    "--kernel or --cost-floor. --async-mode all (with --clock snapshot) adds, at each "
+    "snapshot tick, a sample for every waiting task: the frames where it is suspended "
+    "(following await through coroutines and generators, stopping at a Future or Task), "
+    "its [task NAME], then its awaiters to the root, with no loop frames (pid, tid 0 with "
+    "--threads), each weighing one tick as any snapshot sample does, so that a waiting "
+    "task's total at a frame is the time it was suspended there; the summary adds the "
+    "graphs read and the waiting-task samples.\n"
     "POISSON. --poisson on the cpu clock runs the clock at K x RATE (K = --poisson-factor, "
     "default 8) and keeps each tick with probability 1/K in the kernel: gaps between kept "
     "ticks are geometric on the base period 1/(K x RATE), mean 1/RATE, coefficient of "
@@ -208,6 +215,7 @@ enum {
 	OPT_PHASES,
 	OPT_COST_FLOOR,
 	OPT_ASYNC,
+	OPT_ASYNC_MODE,
 };
 
 static const struct argp_option options[] = {
@@ -251,6 +259,10 @@ static const struct argp_option options[] = {
     {"async", OPT_ASYNC, NULL, 0,
      "asyncio task chains: [task NAME] frames from the running task to its root "
      "(Python 3.11+, see below)",
+     0},
+    {"async-mode", OPT_ASYNC_MODE, "running|all", 0,
+     "running (default): the running task's chain; all: every waiting task too, at each "
+     "snapshot tick (implies --async, needs --clock snapshot)",
      0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
@@ -348,6 +360,13 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_ASYNC:
 		o->async = 1;
 		break;
+	case OPT_ASYNC_MODE:
+		if (!strcmp(arg, "all"))
+			o->async_all = 1;
+		else if (strcmp(arg, "running"))
+			argp_error(state, "--async-mode must be running or all");
+		o->async = 1;
+		break;
 	case 'q':
 		o->quiet = 1;
 		break;
@@ -379,6 +398,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if ((o->native || o->kernel) && (o->wall || o->offcpu))
 			argp_error(state, "--native and --kernel go with --clock cpu (not offcpu, "
 					  "wall, snapshot)");
+		if (o->async_all && !o->wall)
+			argp_error(state, "--async-mode all samples every task at the snapshot "
+					  "clock's ticks: give --clock snapshot");
 		if (o->async && (o->native || o->kernel || o->cost_floor))
 			argp_error(state, "--async does not go with --native, --kernel or "
 					  "--cost-floor");
@@ -733,6 +755,10 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		    (unsigned long long)c->async.unresolved, (unsigned long long)c->async.cut,
 		    PY_TASK_CHAIN_MAX, (unsigned long long)c->async.graph_reads,
 		    (unsigned long long)c->async.scan_cut, TASK_SCAN_MAX);
+	if (o->async_all)
+		fprintf(
+		    stderr, "  async-mode all: %llu task graphs read, %llu waiting-task samples\n",
+		    (unsigned long long)c->async.snapshots, (unsigned long long)c->async.waiting);
 	for (int e = 1; e < WALK_ERR__COUNT; e++)
 		if (cnt[CNT_ERR_BASE + e])
 			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
@@ -811,6 +837,17 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	}
 }
 
+/* --async-mode all: a waiting task's sample (async_snapshot_all). */
+static void emit_waiting(void *ctx, const struct sym_sample *s)
+{
+	struct rec_ctx *c = ctx;
+
+	if (c->raw.f)
+		raw_stream_write(&c->raw, s, 0, 0);
+	profile_add_weighted(c->prof, s, 0, 0);
+	c->samples++;
+}
+
 static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 {
 	struct record_opts *o = c->o;
@@ -834,6 +871,9 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 		if (o->wall && now >= next_snap) {
 			if (bpf_sampler_snapshot(s, &d))
 				return diag_report(&d);
+			if (o->async_all)
+				async_snapshot_all(c->ts, mono_ns(), c->frames, ASYNC_FRAMES_CAP,
+						   &c->async, emit_waiting, c);
 			/* Absolute schedule: our own work never pushes it back. */
 			next_snap += o->poisson ? exp_gap(o->rate_hz) : 1.0 / o->rate_hz;
 			if (next_snap < now - 1.0) /* fell far behind: do not burst */

@@ -176,11 +176,37 @@ def top(r, path, a):
         (r.ok if own >= 90 else r.bad)("OWN%% of those rows together %.1f (>= 90)" % own)
 
 
+def all_mode(r, path, errpath):
+    """record --async-mode all of the gather program: at each tick Task-1
+    waits in main, worker-K in worker, the two fetch tasks not running in
+    sleep; so per graph read about 6 waiting samples, each a chain from the
+    root with no loop frames."""
+    m = re.search(r"async-mode all: (\d+) task graphs read, (\d+) waiting-task samples",
+                  open(errpath, encoding="utf-8").read())
+    if not m:
+        r.bad("no 'async-mode all:' summary line")
+        return
+    reads, waiting = int(m.group(1)), int(m.group(2))
+    (r.ok if reads and 5 * reads <= waiting <= 7 * reads else r.bad)(
+        "%d waiting-task samples for %d graph reads (5 to 7 a read: 6 waiting tasks)" % (waiting, reads))
+    want = {("[task Task-1]", "main"): 0}
+    for k in (1, 2, 3):
+        want[("[task Task-1]", "main", "[task worker-%d]" % k, "worker")] = 0
+    for line in open(path, encoding="utf-8"):
+        fr, n = frames_of(line.rstrip("\n"))
+        if tuple(fr) in want:
+            want[tuple(fr)] += n
+    for chain, n in want.items():
+        (r.ok if n >= 0.9 * reads else r.bad)("%s: %d samples over %d reads" % (";".join(chain), n, reads))
+
+
 def main():
     r = Report("async")
     mode = sys.argv[1]
     if mode == "chains":
         chains(r, sys.argv[2], kv(sys.argv[3:]))
+    elif mode == "all":
+        all_mode(r, sys.argv[2], sys.argv[3])
     elif mode == "top":
         top(r, sys.argv[2], kv(sys.argv[3:]))
     elif mode == "gather":
