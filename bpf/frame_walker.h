@@ -105,7 +105,7 @@ struct walk_scratch {
 	__u32 nfresh;
 	struct walk_page_tag tags[WALK_PAGES];
 	/* record --async: the addresses of the last WALK_GEN frames written
-	 * whose owner is walk_state.gen_owner, and their indexes in out[], in
+	 * whose owner is gen_owner, and their indexes in out[], in
 	 * slot ngen % WALK_GEN. Last written is rootmost: a running task's
 	 * coroutine frame is the rootmost generator frame above the event
 	 * loop's. Here rather than in walk_state, which lives on the BPF
@@ -113,6 +113,7 @@ struct walk_scratch {
 	__u64 gen_frame[WALK_GEN];
 	__u32 gen_idx[WALK_GEN];
 	__u32 ngen;
+	__u32 gen_owner; /* the owner of a generator's frame; 0xff: not asked */
 	__u64 opaque[8]; /* BPF only: walk_hide() */
 #ifndef __VMLINUX_H__
 	/* BPF keeps them in a map of their own (walk_pages below): together
@@ -157,10 +158,7 @@ struct walk_state {
 	__u32 bottom_off;
 	__u32 bottom_mask;
 	__u32 span_max; /* bytes the next page copy may take, see walk_fill() */
-	/* record --async: frames owned by gen_owner (a generator or
-	 * coroutine) are remembered in the scratch (walk_scratch.gen_frame);
-	 * 0xff when not asked. */
-	__u32 gen_owner;
+	__u32 pad;
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -298,8 +296,10 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	w->bottom_mask = o->frame_bottom_off ? o->frame_bottom_mask : 0;
 	w->bottom_ok = 1;
 	w->span_max = WALK_SPAN_FIRST;
+#ifndef BPFPY_NO_ASYNC /* bpf/py_sample.bpf.h */
 	w->scratch->ngen = 0;
-	w->gen_owner = (w->cfg->flags & PROC_ASYNC) ? w->cfg->async.gen_owner : 0xff;
+	w->scratch->gen_owner = (w->cfg->flags & PROC_ASYNC) ? w->cfg->async.gen_owner : 0xff;
+#endif
 #ifdef __VMLINUX_H__
 	walk_hide(w);
 #endif
@@ -540,14 +540,18 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		rec->instr |= (__s32)FRAME_INSTR_ENTRY;
 	rec->fingerprint = fp;
 	w->n = n + 1;
-	if (owner == w->gen_owner) {
-		struct walk_scratch *s = w->scratch;
-		__u32 g = s->ngen & (WALK_GEN - 1);
+	/* Stored always, kept (ngen moved on) only for a generator's frame:
+	 * no branch, and no more registers live, in the step that every
+	 * frame takes (its stack is the BPF programs' tightest). */
+#ifndef BPFPY_NO_ASYNC
+	{
+		__u32 g = w->scratch->ngen & (WALK_GEN - 1);
 
-		s->gen_frame[g] = frame;
-		s->gen_idx[g] = n;
-		s->ngen++;
+		w->scratch->gen_frame[g] = frame;
+		w->scratch->gen_idx[g] = n;
+		w->scratch->ngen += owner == w->scratch->gen_owner;
 	}
+#endif
 	return 0;
 }
 

@@ -19,6 +19,10 @@
 #define SCRATCH_SLOT 0
 #endif
 
+/* BPFPY_NO_ASYNC (bpf/tracer.bpf.c): no task capture. The tracer's stack,
+ * which holds its probe's context besides the sample's, has no room for
+ * the call, and a trace event has no task chain to show. */
+
 /* Where a finished record goes: the ring buffer, unless the includer keeps
  * it (bpf/offcpu.bpf.c holds it until the thread is back on a CPU). */
 #ifndef SAMPLE_OUTPUT
@@ -395,6 +399,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	size = sizeof(struct sample_hdr) + (__u64)n * sizeof(struct frame_rec) +
 	       ((__u64)h->nnative + h->nkernel) * sizeof(__u64);
 	h->task_flags = 0;
+#ifndef BPFPY_NO_ASYNC
 	if ((q->cfg->flags & PROC_ASYNC) && tstate && !err &&
 	    size <= sizeof(struct sample_buf) - sizeof(struct task_rec)) {
 		/* After everything else, so that readers that know no task
@@ -411,6 +416,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 			size += sizeof(*tr);
 		}
 	}
+#endif
 	h->cost_ns = (__u32)(bpf_ktime_get_ns() - q->start_ns);
 	if (size > sizeof(struct sample_buf))
 		size = sizeof(struct sample_buf);

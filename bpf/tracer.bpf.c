@@ -33,6 +33,8 @@ struct bpf_reader {
 	((void)(r), bpf_probe_read_user((dst), (size), (const void *)(addr)))
 /* A probe can fire inside code a perf tick then interrupts: own slot. */
 #define SCRATCH_SLOT 1
+/* No task capture here: see py_sample.bpf.h. */
+#define BPFPY_NO_ASYNC 1
 /* --native: the one unwinder, from the probe's registers (a hit is always
  * in user mode, so there is no kernel stack: want_kernel stays false). */
 #define BPFPY_NATIVE	    1

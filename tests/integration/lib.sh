@@ -185,3 +185,27 @@ py_ready() {
 start_py() {
 	py_launch "$@" && py_ready "$PY_PID" "$PY_OUT" "$1"
 }
+
+# start_ns_py LABEL SCRIPT: SCRIPT under host target LABEL in a PID
+# namespace of its own (unshare --pid --fork --mount-proc), until its first
+# line. Sets NS_PID (unshare), PY_PID (its child, the interpreter itself)
+# and PY_OUT; both PIDs are killed at exit. Fails (returns 1) when the
+# target is not a host target or did not start; the caller says so.
+start_ns_py() {
+	local label=$1 script=$2 py i
+	py=$(targets | awk -F'\t' -v l="$label" '$2 == l && $3 == "/" { print $4; exit }')
+	[[ -n $py ]] || return 1
+	PY_OUT=$(mktemp "$TMP/ns-$label.XXXXXX.out")
+	unshare --pid --fork --mount-proc "$py" "$script" >"$PY_OUT" 2>&1 &
+	NS_PID=$!
+	PIDS+=("$NS_PID")
+	PY_PID=
+	for ((i = 0; i < 600; i++)); do
+		[[ -z $PY_PID ]] && PY_PID=$(pgrep -P "$NS_PID" | head -n 1)
+		[[ -n $PY_PID ]] && (($(head -n 1 "$PY_OUT" 2>/dev/null | wc -l))) && break
+		kill -0 "$NS_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	[[ -n $PY_PID ]] && PIDS+=("$PY_PID")
+	[[ -n $PY_PID ]] && [ /proc/"$PY_PID"/exe -ef "$py" ] && [ -s "$PY_OUT" ]
+}

@@ -115,22 +115,9 @@ JOBS=${JOBS:-2} each_target one
 
 # In a PID namespace: PY_PID is unshare's child, the interpreter itself.
 label=pyenv-3.12
-py=$(targets | awk -F'\t' -v l="$label" '$2 == l && $3 == "/" { print $4; exit }')
-if [[ -n $py ]]; then
+if targets | awk -F'\t' -v l="$label" '$2 == l && $3 == "/" { f = 1 } END { exit !f }'; then
 	echo "== ns-$label"
-	out=$(mktemp "$TMP/ns-$label.XXXXXX.out")
-	unshare --pid --fork --mount-proc "$py" "$PYDIR/async_gather.py" >"$out" 2>&1 &
-	upid=$!
-	PIDS+=("$upid")
-	PY_PID=
-	for ((i = 0; i < 600; i++)); do
-		[[ -z $PY_PID ]] && PY_PID=$(pgrep -P "$upid" | head -n 1)
-		[[ -n $PY_PID ]] && (($(head -n 1 "$out" 2>/dev/null | wc -l))) && break
-		kill -0 "$upid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [[ -n $PY_PID ]] && [ /proc/"$PY_PID"/exe -ef "$py" ] && [ -s "$out" ]; then
-		PIDS+=("$PY_PID")
+	if start_ns_py "$label" "$PYDIR/async_gather.py"; then
 		if bpfpy record -p "$PY_PID" --async -d 2 -o "$TMP/ns.rec.txt" 2>"$TMP/ns.err"; then
 			"$CHECKPY" "$CHK" chains "$TMP/ns.rec.txt" tasks=Task-1,worker-K,fetch-K leaf=crunch
 			fails=$((fails + $?))
@@ -138,9 +125,9 @@ if [[ -n $py ]]; then
 			bad "ns-$label: record --async exited $?: $(head -c 300 "$TMP/ns.err")"
 		fi
 	else
-		bad "ns-$label: target did not start: $(head -c 300 "$out")"
+		bad "ns-$label: target did not start: $(head -c 300 "$PY_OUT")"
 	fi
-	kill -9 "$upid" "$PY_PID" 2>/dev/null
-	wait "$upid" 2>/dev/null
+	kill -9 "$NS_PID" "$PY_PID" 2>/dev/null
+	wait "$NS_PID" 2>/dev/null
 fi
 finish

@@ -101,27 +101,14 @@ fi
 
 # In a PID namespace: PY_PID is unshare's child, the interpreter itself.
 for label in pyenv-3.10 pyenv-3.12; do
-	py=$(targets | awk -F'\t' -v l="$label" '$2 == l && $3 == "/" { print $4; exit }')
-	[[ -n $py ]] || continue
+	targets | awk -F'\t' -v l="$label" '$2 == l && $3 == "/" { f = 1 } END { exit !f }' || continue
 	echo "== ns-$label"
-	out=$(mktemp "$TMP/ns-$label.XXXXXX.out")
-	unshare --pid --fork --mount-proc "$py" "$PYDIR/thread_names.py" >"$out" 2>&1 &
-	upid=$!
-	PIDS+=("$upid")
-	PY_PID=
-	for ((i = 0; i < 600; i++)); do
-		[[ -z $PY_PID ]] && PY_PID=$(pgrep -P "$upid" | head -n 1)
-		[[ -n $PY_PID ]] && (($(head -n 1 "$out" 2>/dev/null | wc -l))) && break
-		kill -0 "$upid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [[ -n $PY_PID ]] && [ /proc/"$PY_PID"/exe -ef "$py" ] && [ -s "$out" ]; then
-		PIDS+=("$PY_PID")
-		checks "ns-$label" "$TMP/ns-$label" "$out" ns
+	if start_ns_py "$label" "$PYDIR/thread_names.py"; then
+		checks "ns-$label" "$TMP/ns-$label" "$PY_OUT" ns
 	else
-		bad "ns-$label: target did not start: $(head -c 300 "$out")"
+		bad "ns-$label: target did not start: $(head -c 300 "$PY_OUT")"
 	fi
-	kill -9 "$upid" "$PY_PID" 2>/dev/null
-	wait "$upid" 2>/dev/null
+	kill -9 "$NS_PID" "$PY_PID" 2>/dev/null
+	wait "$NS_PID" 2>/dev/null
 done
 finish
