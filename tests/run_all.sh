@@ -21,9 +21,11 @@ failed=()
 # gets a bound (seconds) far above its usual time (the slowest, test_signals,
 # takes about 140 s on 2 CPUs), and the whole run one too (LIMIT_TOTAL, from
 # the first test on): a test gets at most what is left of it, and one that
-# would get less than a minute is failed as not run. The suite takes about
-# 10 minutes alone on 2 CPUs.
-LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-1500}
+# would get less than a minute is failed as not run. The suite took 24 of
+# its then 25 minutes with 64 of 72 results, alone on 2 CPUs (2026-12-04,
+# the tests of issues 25-30 added): the bound is 30 minutes until it is
+# brought back under 25 (README "Tests").
+LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-1800}
 run() { # name, limit, command...
 	local name=$1 limit=$2 rc start secs left sid live
 	shift 2
