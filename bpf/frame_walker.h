@@ -540,16 +540,17 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		rec->instr |= (__s32)FRAME_INSTR_ENTRY;
 	rec->fingerprint = fp;
 	w->n = n + 1;
-	/* Stored always, kept (ngen moved on) only for a generator's frame:
-	 * no branch, and no more registers live, in the step that every
-	 * frame takes (its stack is the BPF programs' tightest). */
 #ifndef BPFPY_NO_ASYNC
-	{
-		__u32 g = w->scratch->ngen & (WALK_GEN - 1);
+	/* Only a generator's frame is stored: a frame of the loop stored into
+	 * the next slot would, past WALK_GEN generator frames, overwrite the
+	 * oldest one kept, and every sample would pay the stores. */
+	if (owner == w->scratch->gen_owner) {
+		struct walk_scratch *s = w->scratch;
+		__u32 g = s->ngen & (WALK_GEN - 1);
 
-		w->scratch->gen_frame[g] = frame;
-		w->scratch->gen_idx[g] = n;
-		w->scratch->ngen += owner == w->scratch->gen_owner;
+		s->gen_frame[g] = frame;
+		s->gen_idx[g] = n;
+		s->ngen++;
 	}
 #endif
 	return 0;

@@ -145,10 +145,13 @@ int py_asyncio_init(struct py_process *p, struct py_asyncio *a, struct diag *d)
 	uint32_t hex = p->cfg.off.version_hex;
 
 	memset(a, 0, sizeof(*a));
-	if (!py_at_least(hex, 11) || !py_at_least(hex, 14))
-		return py_async_offsets(&p->cfg.off, NULL, 0, &p->extra, d)
-			   ? -1
-			   : (py_asyncio_find(p, a), 0);
+	/* 3.11-3.13 from the tables; <= 3.10 refused there. */
+	if (!py_at_least(hex, 14)) {
+		if (py_async_offsets(&p->cfg.off, NULL, 0, &p->extra, d))
+			return -1;
+		py_asyncio_find(p, a);
+		return 0;
+	}
 	if (find_section(p, &f, d))
 		return -1;
 	if (!f.found)

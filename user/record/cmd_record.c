@@ -502,9 +502,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->dropped_gil++;
 		return 0;
 	}
-	if (tr && t->async && !t->proc)
-		tr = NULL;
-	if (tr && !t->async)
+	if (tr && (!t->async || !t->proc)) /* sampled without, or gone */
 		tr = NULL;
 	if (tr) {
 		/* --async: the task chain, named frame by frame; the reason of
