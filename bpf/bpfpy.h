@@ -329,7 +329,20 @@ struct sample_hdr {
 	/* record --async: TASK_REC_PRESENT when a struct task_rec follows the
 	 * native and kernel addresses (the record's very end). */
 	__u8 task_flags;
-	__u8 pad2[6];
+	/* Reserved so that the open work on the sample does not collide: each
+	 * is 0 unless its feature was loaded. leaf_op/op_flags: record
+	 * --opcodes, the code unit at the leaf frame's instruction (issue 29).
+	 * gc_flags: the interpreter was collecting (issue 30). exc_flags and
+	 * exc_type: record --exception, the in-flight or handled exception's
+	 * type object (issue 30). thread_phase: a thread being born or torn
+	 * down (issue 28). */
+	__u8 leaf_op;
+	__u8 op_flags;
+	__u8 gc_flags;
+	__u8 exc_flags;
+	__u8 thread_phase;
+	__u8 pad2;
+	__u64 exc_type;
 };
 
 #define TASK_REC_PRESENT (1u << 0)
