@@ -52,7 +52,7 @@ struct trace_opts {
 	int nspecs;
 	int calls, list;
 	long threshold;
-	double interval, rearm, duration;
+	double interval, rearm, duration, cutoff;
 	const char *output, *format;
 	const struct profile_format *pformat; /* -f names a profile format */
 	int force, top;
@@ -76,10 +76,15 @@ static const char doc[] =
     "that lack them. --list prints the probes the target's interpreter has.\n"
     "THRESHOLD. A location is a probe plus the Python code object it fired in. Its first N "
     "hits (--threshold N, default 500) are emitted with their stack; later hits are only "
-    "counted in the kernel. Every --interval (default 1 s), if every location that fired "
-    "is saturated, the probes are detached and the target runs at full speed; --rearm S "
-    "attaches them again after S seconds of rest. --threshold 0 traces every hit and never "
-    "detaches.\n"
+    "counted in the kernel. A probe cannot be switched off for one location (its trap is "
+    "paid at every location), so every --interval (default 1 s) each probe that fired is "
+    "detached -- an entry/return pair together -- once the hits at its locations still "
+    "below N were at most --cutoff PCT (default 1, 0: none) of its hits in that interval; "
+    "those rare locations are cut off where they are ('N locations below the threshold cut "
+    "off' on stderr and in the summary). Detached, a uprobe is removed and a USDT semaphore "
+    "released, and the target runs at full speed; once every probe is detached, --rearm S "
+    "attaches them all again after S seconds of rest. --threshold 0 traces every hit and "
+    "never detaches. See docs/trace-deinstrumentation.md.\n"
     "OUTPUT (-f): summary (default: top locations by hits; emitted, counted, when saturated; "
     "call latency count/total/mean/p50/p99 for entry/return pairs), chrome (trace-event "
     "JSON for Perfetto or chrome://tracing: B/E slices per thread for pairs, instant events "
@@ -119,6 +124,7 @@ enum {
 	OPT_THRESHOLD,
 	OPT_INTERVAL,
 	OPT_REARM,
+	OPT_CUTOFF,
 	OPT_FORCE,
 	OPT_TOP,
 	OPT_MAX_DEPTH,
@@ -136,6 +142,8 @@ static const struct argp_option options[] = {
     {"threshold", OPT_THRESHOLD, "N", 0, "Hits emitted per location (default 500; 0: all)", 0},
     {"interval", OPT_INTERVAL, "SECONDS", 0, "Saturation check period (default 1)", 0},
     {"rearm", OPT_REARM, "SECONDS", 0, "Re-attach this long after a detach", 0},
+    {"cutoff", OPT_CUTOFF, "PCT", 0,
+     "Detach a probe when at most PCT% of its hits are unsaturated (default 1)", 0},
     {"duration", 'd', "SECONDS", 0, "Stop after this long (default: at exit or Ctrl-C)", 0},
     {"output", 'o', "FILE", 0, "Write here (default stdout)", 0},
     {"format", 'f', "FORMAT", 0, PROFILE_FORMATS_MARK, 0},
@@ -152,6 +160,7 @@ static const struct argp_option options[] = {
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct trace_opts *o = state->input;
+	char *end;
 
 	switch (key) {
 	case 'p':
@@ -185,6 +194,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->rearm = parse_seconds(arg);
 		if (o->rearm <= 0)
 			argp_error(state, "invalid --rearm '%s'", arg);
+		break;
+	case OPT_CUTOFF:
+		o->cutoff = strtod(arg, &end);
+		if (end == arg || *end || !(o->cutoff >= 0 && o->cutoff < 100))
+			argp_error(state, "invalid --cutoff '%s' (0 <= PCT < 100)", arg);
 		break;
 	case 'd':
 		o->duration = parse_seconds(arg);
@@ -406,14 +420,17 @@ static int on_record(void *arg, void *data, size_t size)
 	return 0;
 }
 
-/* Copy the BPF location counters into td; returns 1 when every location
- * that fired since the last call is saturated (and at least one fired). */
+/* Copy the BPF location counters into td and, per probe, split the hits
+ * since the last call into those at saturated locations (dsat) and the
+ * rest (dopen). Returns how many locations fired. */
 static int sync_locs(struct tracer_bpf *skel, struct trace_data *td)
 {
-	int fd = bpf_map__fd(skel->maps.loc_stats), fired = 0, unsaturated = 0;
+	int fd = bpf_map__fd(skel->maps.loc_stats), fired = 0;
 	struct trace_loc_key key, next, *prev = NULL;
 	struct trace_loc_stats st;
 
+	for (int i = 0; i < td->nprobes; i++)
+		td->probes[i].dsat = td->probes[i].dopen = 0;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
@@ -422,21 +439,98 @@ static int sync_locs(struct tracer_bpf *skel, struct trace_data *td)
 		uint32_t li = trace_loc_get(td, key.probe_id, key.code);
 		struct trace_loc *l;
 
-		if (li == TRACE_NONE)
+		if (li == TRACE_NONE || key.probe_id >= (uint32_t)td->nprobes)
 			continue;
 		l = &td->locs[li];
 		l->hits = st.hits;
 		l->emitted = st.emitted;
 		l->first_ns = st.first_ns;
 		l->saturated_ns = st.saturated_ns;
-		if (l->hits != l->seen_hits) {
+		if (l->hits > l->seen_hits) {
+			struct trace_probe *tp = &td->probes[key.probe_id];
+
 			fired++;
-			if (!td->threshold || l->hits < td->threshold)
-				unsaturated++;
+			if (td->threshold && l->hits >= td->threshold)
+				tp->dsat += l->hits - l->seen_hits;
+			else
+				tp->dopen += l->hits - l->seen_hits;
 		}
 		l->seen_hits = l->hits;
 	}
-	return fired && !unsaturated;
+	return fired;
+}
+
+/*
+ * The detach rule, per probe (an entry/return pair counts as one: they go
+ * together, so the timeline never holds half a call). A probe cannot be
+ * switched off for one location only -- its trap is paid by every hit at
+ * every location -- so it goes when, over the last interval, it fired and
+ * the hits at locations still below the threshold were at most --cutoff
+ * percent of its hits (0: none at all). Those few locations then stop
+ * where they are; the summary counts them as cut off. Without the cutoff,
+ * one function called once a second keeps the probe of every call in.
+ */
+static int probe_done(const struct trace_data *td, int i, double cutoff_pct)
+{
+	const struct trace_probe *a = &td->probes[i];
+	const struct trace_probe *b = a->pair >= 0 ? &td->probes[a->pair] : NULL;
+	uint64_t sat = a->dsat + (b ? b->dsat : 0), open = a->dopen + (b ? b->dopen : 0);
+
+	if (!sat && !open)
+		return 0; /* idle: it costs nothing, and saturation is not known */
+	return !open || (double)open * 100.0 <= cutoff_pct * (double)(sat + open);
+}
+
+static uint64_t count_cut(const struct trace_data *td, int probe_id)
+{
+	uint64_t n = 0;
+
+	for (uint32_t k = 0; k < td->nlocs; k++)
+		n += (int)td->locs[k].probe_id == probe_id && td->locs[k].hits &&
+		     td->locs[k].hits < td->threshold;
+	return n;
+}
+
+/* Detach every attached probe (pair) the rule lets go; returns how many
+ * probes are still attached. */
+static int detach_done(struct tctx *c, struct tracer_bpf *skel, struct ring_buffer *rb)
+{
+	struct trace_data *td = c->td;
+	int drained = 0, left = 0;
+
+	sync_locs(skel, td);
+	for (int i = 0; i < td->nprobes; i++) {
+		struct trace_probe *tp = &td->probes[i], *b;
+
+		if (!tp->link || tp->role == TRACE_ROLE_RETURN ||
+		    !probe_done(td, i, td->cutoff_pct))
+			continue;
+		if (!drained++) /* what fired before the detach still counts */
+			ring_buffer__consume(rb);
+		b = tp->pair >= 0 ? &td->probes[tp->pair] : NULL;
+		/* Entry first: a return still in flight then pops its own bit. */
+		trace_probe_detach_one(td, i);
+		if (b)
+			trace_probe_detach_one(td, b->id);
+		if (tp->role == TRACE_ROLE_ENTRY)
+			trace_forget_open(td, i);
+		tp->detached_at_ns = mono_ns();
+		tp->cut_locs = count_cut(td, i) + (b ? count_cut(td, b->id) : 0);
+		if (b) {
+			b->detached_at_ns = tp->detached_at_ns;
+			b->cut_locs = 0;
+		}
+		if (!c->o->quiet)
+			fprintf(stderr,
+				"bpfpy trace: %s%s%s detached at %.2f s: saturated "
+				"(%llu location%s below the threshold cut off)\n",
+				tp->label, b ? " + " : "", b ? b->label : "",
+				(tp->detached_at_ns - td->t0_ns) / 1e9,
+				(unsigned long long)tp->cut_locs, tp->cut_locs == 1 ? "" : "s");
+	}
+	for (int i = 0; i < td->nprobes; i++)
+		left += td->probes[i].link != NULL;
+	return left;
 }
 
 static int target_alive(pid_t pid, unsigned long long starttime)
@@ -482,16 +576,13 @@ static int trace_loop(struct tctx *c, struct tracer_bpf *skel, struct ring_buffe
 				fprintf(stderr, "bpfpy trace: pid %d exited\n", td->pid);
 			break;
 		}
-		if (!detached_at && td->threshold && sync_locs(skel, td)) {
-			/* Drain first: what fired before the detach still counts. */
-			ring_buffer__consume(rb);
-			trace_probes_detach(td);
-			trace_forget_open(td);
+		if (!detached_at && td->threshold && !detach_done(c, skel, rb)) {
+			trace_forget_open(td, -1);
 			detached_at = mono_ns();
 			td->ndetach++;
 			if (!o->quiet)
 				fprintf(stderr,
-					"bpfpy trace: every active location saturated at %.2f s: "
+					"bpfpy trace: every probe saturated at %.2f s: "
 					"probes detached%s\n",
 					(detached_at - td->t0_ns) / 1e9,
 					o->rearm > 0 ? "" : " (no --rearm: for good)");
@@ -649,7 +740,7 @@ static char *help_filter(int key, const char *text, void *input)
 
 int cmd_trace(int argc, char **argv)
 {
-	struct trace_opts o = {.threshold = 500, .interval = 1.0};
+	struct trace_opts o = {.threshold = 500, .interval = 1.0, .cutoff = 1.0};
 	struct argp argp = {options, parse, NULL, doc, NULL, help_filter, NULL};
 	struct trace_data td = {0};
 	struct py_process proc;
@@ -702,6 +793,7 @@ int cmd_trace(int argc, char **argv)
 	td.threshold = (uint32_t)o.threshold;
 	td.interval_s = o.interval;
 	td.rearm_s = o.rearm;
+	td.cutoff_pct = o.cutoff;
 	snprintf(td.comm, sizeof(td.comm), "%s", proc.comm);
 	snprintf(td.version, sizeof(td.version), "%s", proc.version);
 	if (trace_probes_resolve(&td, &proc, o.specs, o.nspecs, o.calls, &d)) {

@@ -218,10 +218,18 @@ int trace_add_event(struct trace_data *td, const struct trace_event *e)
 	return 0;
 }
 
-void trace_forget_open(struct trace_data *td)
+void trace_forget_open(struct trace_data *td, int entry_id)
 {
-	for (uint32_t i = 0; i < td->nopen; i++)
-		td->open[i].depth = 0;
+	for (uint32_t i = 0; i < td->nopen; i++) {
+		struct open_call *o = &td->open[i];
+		uint32_t k = 0;
+
+		/* Other pairs' calls keep their order: they nest on their own. */
+		for (uint32_t j = 0; j < o->depth; j++)
+			if (entry_id >= 0 && td->ev[o->ev[j]].probe_id != (uint32_t)entry_id)
+				o->ev[k++] = o->ev[j];
+		o->depth = k;
+	}
 }
 
 void trace_data_free(struct trace_data *td)

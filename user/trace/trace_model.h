@@ -41,6 +41,11 @@ struct trace_probe {
 	const char *argname[2]; /* names of the kept arguments */
 	uint64_t semaphore;	/* USDT: semaphore in the target, 0 if none */
 	struct bpf_link *link;	/* NULL while detached */
+	/* The last saturation check's interval: hits at saturated locations
+	 * and at the others, for the detach rule (cmd_trace.c). */
+	uint64_t dsat, dopen;
+	uint64_t detached_at_ns; /* its last detach, 0 if never */
+	uint64_t cut_locs;	 /* locations below the threshold at that detach */
 };
 
 struct trace_event {
@@ -88,6 +93,7 @@ struct trace_data {
 	char comm[32], version[32];
 	uint32_t threshold;
 	double interval_s, rearm_s;
+	double cutoff_pct; /* --cutoff: see cmd_trace.c's detach rule */
 	struct trace_probe *probes;
 	int nprobes;
 	struct trace_event *ev;
@@ -119,8 +125,9 @@ uint32_t trace_loc_get(struct trace_data *td, uint32_t probe_id, uint64_t code);
 /* Keep one event; pairs it with its entry if it is a return. */
 int trace_add_event(struct trace_data *td, const struct trace_event *e);
 
-/* Forget open calls: after a detach their returns will never come. */
-void trace_forget_open(struct trace_data *td);
+/* Forget the open calls opened by probe entry_id: after its detach their
+ * returns will never come. -1: every open call. */
+void trace_forget_open(struct trace_data *td, int entry_id);
 
 void trace_data_free(struct trace_data *td);
 

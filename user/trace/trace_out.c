@@ -84,6 +84,18 @@ int trace_write_summary(FILE *f, struct trace_data *td, int top, struct diag *d)
 		(unsigned long long)td->no_python);
 	fprintf(f, "detached %.3f s in total (%u detach%s, %u rearm%s)\n", td->detached_ns / 1e9,
 		td->ndetach, td->ndetach == 1 ? "" : "es", td->nrearm, td->nrearm == 1 ? "" : "s");
+	for (int i = 0; i < td->nprobes; i++) {
+		const struct trace_probe *tp = &td->probes[i];
+
+		if (tp->detached_at_ns && tp->role != TRACE_ROLE_RETURN)
+			fprintf(f,
+				"%s%s%s: detached at %.3f s, %llu location%s below the threshold "
+				"cut off\n",
+				tp->label, tp->pair >= 0 ? " + " : "",
+				tp->pair >= 0 ? td->probes[tp->pair].label : "",
+				(tp->detached_at_ns - td->t0_ns) / 1e9,
+				(unsigned long long)tp->cut_locs, tp->cut_locs == 1 ? "" : "s");
+	}
 	fprintf(f, "%10s %9s %10s %10s %8s %10s %10s %10s %10s  %s\n", "HITS", "EMITTED", "COUNTED",
 		"SATURATED", "CALLS", "TOTAL_us", "MEAN_us", "P50_us", "P99_us", "PROBE  LOCATION");
 	for (uint32_t k = 0; k < td->nlocs && (int)k < top; k++) {

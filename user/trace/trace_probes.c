@@ -503,10 +503,14 @@ int trace_probes_attach(struct trace_data *td, struct bpf_program *usdt, struct 
 	return 0;
 }
 
+void trace_probe_detach_one(struct trace_data *td, int i)
+{
+	bpf_link__destroy(td->probes[i].link);
+	td->probes[i].link = NULL;
+}
+
 void trace_probes_detach(struct trace_data *td)
 {
-	for (int i = 0; i < td->nprobes; i++) {
-		bpf_link__destroy(td->probes[i].link);
-		td->probes[i].link = NULL;
-	}
+	for (int i = 0; i < td->nprobes; i++)
+		trace_probe_detach_one(td, i);
 }

@@ -40,6 +40,8 @@ int trace_list(FILE *f, struct py_process *p, struct diag *d);
 int trace_probes_attach(struct trace_data *td, struct bpf_program *usdt, struct bpf_program *up,
 			struct bpf_program *uret, struct diag *d);
 void trace_probes_detach(struct trace_data *td);
+/* Detach probe i alone (its uprobe removed, its USDT semaphore released). */
+void trace_probe_detach_one(struct trace_data *td, int i);
 
 /* The value of a USDT semaphore in the target, -1 if unreadable. */
 int trace_semaphore_value(struct py_process *p, uint64_t addr);
