@@ -59,6 +59,10 @@ EXTRA_ROW_SCRIPTS = [
     # record --async's in-kernel extra per sample (paired runs), and the
     # stop of dump --async with 10,000 tasks (scripts/bench_async.py)
     ("scripts/bench_async.py", 600, ["--json"]),
+    # issue 29: the specialized share under record --opcodes with and
+    # without an in-process sys.monitoring tracer, the loop's throughput
+    # under each, and trace's overhead once its probes are detached
+    ("scripts/bench_observer.py", 300, ["--json"]),
 ]
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,

@@ -5,6 +5,9 @@
 # with the function__entry/return USDT probes (--calls) and on pyenv 3.12
 # with a uprobe on _PyFrame_ClearExceptCode, which runs once per Python
 # call (when its frame is popped). Prints seconds and slowdown ratios.
+# fib(22) x 10 is shorter than the detach delay, so the threshold column is
+# the cost of the counting path; the overhead once detached, on a run of
+# 10 s and more, is scripts/bench_observer.py's (docs/trace-deinstrumentation.md).
 #
 #   scripts/bench_trace.sh [N [REPS [RUNS]]]     (root; default 22 10 3)
 set -u
