@@ -76,20 +76,21 @@ def ratio_ci(a, ca, b, cb):
     return r, abs(r) * math.sqrt((ca / a) ** 2 + (cb / b) ** 2)
 
 
-def row(goal, value, ci, target=None, limit=None, unit=""):
+def row(goal, value, ci, target=None, limit=None, unit="", where=""):
+    """One row; goal at most 63 characters (make bench's table column)."""
     if JSON:
-        print(json.dumps({"goal": goal, "value": round(value, 4) if value is not None else None,
+        print(json.dumps({"goal": goal, "where": where,
+                          "value": round(value, 4) if value is not None else None,
                           "ci95": round(ci, 4) if ci is not None else None,
                           "target": target, "limit": limit, "unit": unit}), flush=True)
     else:
         v = "-" if value is None else "%.4g" % value
         c = "" if ci is None else " ± %.2g" % ci
-        print("%-78s %12s%s %s %s" % (goal, v, c, unit, target or ""), flush=True)
+        print("%-64s%-11s%12s%s %s %s" % (goal, where, v, c, unit, target or ""), flush=True)
 
 
-def na(goal, why):
-    print(json.dumps({"goal": f"{goal}: n/a: {why}"}) if JSON else f"{goal}: n/a: {why}",
-          flush=True)
+def na(goal, why, where=""):
+    row(goal, None, None, "n/a: " + why, where=where)
 
 
 def pick_label():
@@ -262,52 +263,52 @@ def main():
         return
     ops = has_opcodes()
     base, bci = run_none(label)
-    row(f"observer: loop throughput, no tool, {label}", base / 1e6 if base else None,
-        bci / 1e6 if bci else None, unit="Mit/s")
-
+    row("observer: loop throughput, no tool (M iterations/CPU s)", base / 1e6 if base else None,
+        bci / 1e6 if bci else None, unit="M/s", where=label)
     if ops:
         (r, c), sh = run_record(label)
-        row(f"observer: throughput under record --opcodes -F 1000 / without it (same run), "
-            f"{label}", r, c)
+        row("observer: throughput, record --opcodes -F 1000 / none", r, c, where=label)
         if sh:
-            row(f"observer: specialized share, record --opcodes, no tracer, {label}",
-                sh[0], sh[1], unit="%")
+            row("observer: specialized share %, record --opcodes, no tracer", sh[0], sh[1],
+                unit="%", where=label)
     else:
-        na(f"observer: throughput under record --opcodes, {label}", "record --opcodes missing")
-        na(f"observer: specialized share, no tracer, {label}", "record --opcodes missing")
-
+        na("observer: throughput, record --opcodes -F 1000 / none", "record --opcodes missing",
+           label)
+        na("observer: specialized share %, record --opcodes, no tracer",
+           "record --opcodes missing", label)
     after = None
-    for n, name in ((0, "before its threshold"), (1000, "after DISABLE (1000 hits/offset)")):
+    for n, name in ((0, "before threshold"), (1000, "after DISABLE")):
         r, c, sh, held = run_tracer(label, n, ops)
         if not held:
-            na(f"observer: in-process tracer {name}, {label}", "not every offset was disabled")
+            na(f"observer: sys.monitoring tracer {name}", "not every offset was disabled", label)
             continue
-        row(f"observer: throughput, in-process sys.monitoring tracer {name} / without it "
-            f"(same run), {label}", r, c)
+        row(f"observer: throughput, sys.monitoring tracer {name} / none", r, c, where=label)
         if n:
             after = (r, c)
         if not ops:
-            na(f"observer: specialized share, in-process tracer {name}, {label}",
-               "record --opcodes missing")
+            na(f"observer: specialized share %, tracer {name}", "record --opcodes missing", label)
         elif sh:
-            row(f"observer: specialized share, in-process tracer {name}, {label}",
-                sh[0], sh[1], unit="%")
+            row(f"observer: specialized share %, tracer {name}", sh[0], sh[1], unit="%",
+                where=label)
+    trace_rows(label, after)
 
-    if label == "sid-3.15":
+
+def trace_rows(label, after):
+    if label != "sid-3.15":
+        na("de-instr.: trace --calls overhead % once detached", "no call probes before 3.15",
+           label)
+    else:
         r, c, at, why = run_trace(label)
         if r is None:
-            na(f"de-instrumentation: trace --calls overhead once saturated, {label}",
-               f"no detach: {why}")
+            na("de-instr.: trace --calls overhead % once detached", f"no detach: {why}", label)
         else:
-            row(f"de-instrumentation: trace --calls overhead once detached ({TRACE_S} s run, "
-                f"detached {at} s after the attach began), {label}",
-                (1 - r) * 100, c * 100 if c is not None else None, "<= 2", 2, "%")
-    else:
-        na("de-instrumentation: trace --calls overhead once detached",
-           f"{label} has no call probes (3.15 only)")
+            row(f"de-instr.: trace --calls overhead % once detached, {TRACE_S} s run",
+                (1 - r) * 100, c * 100 if c is not None else None, "<= 2", 2, "%", label)
+            row("de-instr.: trace --calls detached, s after the attach began", at, None,
+                unit="s", where=label)
     if after and after[0] is not None:
-        row(f"de-instrumentation: in-process tracer overhead after DISABLE, {label}",
-            (1 - after[0]) * 100, after[1] * 100 if after[1] is not None else None, unit="%")
+        row("de-instr.: sys.monitoring tracer overhead % after DISABLE", (1 - after[0]) * 100,
+            after[1] * 100 if after[1] is not None else None, unit="%", where=label)
 
 
 JSON = "--json" in sys.argv
