@@ -282,7 +282,7 @@ def main():
         if not held:
             na(f"observer: sys.monitoring tracer {name}", "not every offset was disabled", label)
             continue
-        row(f"observer: throughput, sys.monitoring tracer {name} / none", r, c, where=label)
+        row(f"observer: throughput, sys.monitoring {name} / none", r, c, where=label)
         if n:
             after = (r, c)
         if not ops:
