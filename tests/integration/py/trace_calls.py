@@ -31,7 +31,8 @@ end = time.monotonic() + seconds
 while time.monotonic() < end:
     t = time.perf_counter()
     # Inline, not in a helper function: a helper would be a location hit
-    # once per batch, never saturated, and so would keep the probes attached.
+    # once per batch, never saturated, which --cutoff 0 would wait for
+    # forever (test_trace_detach.sh has such a location, under the default).
     for _ in range(20000):
         leaf(0)
     print("batch %.6f" % (time.perf_counter() - t), flush=True)
