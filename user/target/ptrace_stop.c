@@ -451,30 +451,23 @@ static void reap_leader(struct stopper *s)
 	compact(s);
 }
 
-int stopper_stop(struct stopper *s, struct diag *d)
+/* Starts the clock of one stop and forgets the previous stop's stuck
+ * threads; returns the stop's deadline (CLOCK_MONOTONIC ns). */
+static uint64_t stop_begin(struct stopper *s)
 {
-	sigset_t chld, old;
-	uint64_t deadline;
-	int i, r, relists = 0;
-
-	if (s->stopped)
-		return 0;
-	if (s->released)
-		return released_error(s, d);
-	if (!s->threads)
-		return diag_set(d, EXIT_NO_PROCESS, "pid %d: not attached", s->pid);
 	s->stop_begin_ns = mono_ns();
 	s->nstuck = 0;
-	deadline =
-	    s->stop_begin_ns +
-	    (uint64_t)(s->deadline_ms > 0 ? s->deadline_ms : STOPPER_DEADLINE_MS) * 1000000ull;
-	for (i = 0; i < s->nthreads; i++)
+	for (int i = 0; i < s->nthreads; i++)
 		s->threads[i].stuck = 0;
+	return s->stop_begin_ns +
+	       (uint64_t)(s->deadline_ms > 0 ? s->deadline_ms : STOPPER_DEADLINE_MS) * 1000000ull;
+}
 
-	/* Phase 1: collect stops already reported, interrupt the rest. The
-	 * bound is re-read: clone events append threads as we go. */
-phase1:
-	for (i = 0; i < s->nthreads; i++) {
+/* Phase 1 of a stop: collect stops already reported, interrupt the rest.
+ * The bound is re-read: clone events append threads as we go. */
+static int collect_or_interrupt(struct stopper *s, struct diag *d)
+{
+	for (int i = 0; i < s->nthreads; i++) {
 		struct stopper_thread *t = &s->threads[i];
 		int status;
 		pid_t r;
@@ -507,87 +500,124 @@ phase1:
 			return diag_errno(d, errno, "pid %d: PTRACE_INTERRUPT of thread %d", s->pid,
 					  t->tid);
 	}
+	return 0;
+}
 
-	/* Phase 2: wait, group leader last (see the top of the file). A clone
-	 * event appends a T_NEW thread; the bound is re-read, and after the
-	 * leader's wait the scan starts over for what it may have created.
-	 * One deadline for the whole stop: a thread that misses it is marked
-	 * stuck and skipped, the others are still collected. */
+/* Waits for the threads whose stop is due, either the group leader
+ * (leader=1) or all the others: -1 on error, 1 once the leader was waited
+ * for (its scan must start over), else 0. A thread that misses the
+ * deadline is marked stuck and skipped. */
+static int wait_due(struct stopper *s, int leader, uint64_t deadline, const sigset_t *chld,
+		    struct diag *d)
+{
+	for (int i = 0; i < s->nthreads && !s->released; i++) {
+		struct stopper_thread *t = &s->threads[i];
+		int r;
+
+		if ((t->state == T_INTERRUPTED || t->state == T_NEW) &&
+		    (t->tid == s->pid) == leader && !t->stuck) {
+			r = wait_thread(s, i, deadline, chld, d);
+			if (r < 0)
+				return -1;
+			s->threads[i].stuck = !r;
+			if (leader)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Phase 2 of a stop: wait, group leader last (see the top of the file). A
+ * clone event appends a T_NEW thread; the bound is re-read, and after the
+ * leader's wait the scan starts over for what it may have created. One
+ * deadline for the whole stop: a thread that misses it is marked stuck and
+ * skipped, the others are still collected. */
+static int wait_stops(struct stopper *s, uint64_t deadline, struct diag *d)
+{
+	sigset_t chld, old;
+	int r;
+
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, &old);
-again:
-	for (i = 0; i < s->nthreads && !s->released; i++) {
-		struct stopper_thread *t = &s->threads[i];
-
-		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid != s->pid &&
-		    !t->stuck) {
-			r = wait_thread(s, i, deadline, &chld, d);
-			if (r < 0)
-				goto fail;
-			s->threads[i].stuck = !r;
-		}
-	}
-	for (i = 0; i < s->nthreads && !s->released; i++) {
-		struct stopper_thread *t = &s->threads[i];
-
-		if ((t->state == T_INTERRUPTED || t->state == T_NEW) && t->tid == s->pid &&
-		    !t->stuck) {
-			r = wait_thread(s, i, deadline, &chld, d);
-			if (r < 0)
-				goto fail;
-			s->threads[i].stuck = !r;
-			goto again;
-		}
-	}
+	do {
+		r = wait_due(s, 0, deadline, &chld, d);
+		if (r == 0)
+			r = wait_due(s, 1, deadline, &chld, d);
+	} while (r > 0);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r < 0 ? -1 : 0;
+}
+
+/* Some thread did not stop in time and a partial stop is not enough: the
+ * rest go back to work at once; the stuck ones stay interrupted and are
+ * collected by a later stop, or detached by the kernel when we exit. */
+static int stuck_error(struct stopper *s, struct diag *d)
+{
+	pid_t tid = stopper_stuck_tid(s, 0);
+
+	s->stopped = 1;
+	stopper_resume(s, NULL);
+	return diag_set(d, EXIT_FAIL,
+			"pid %d: thread %d did not stop within %d ms (in vfork? a thread "
+			"in posix_spawn waits for its child and cannot be stopped "
+			"until the child execs); %d other thread%s resumed -- "
+			"dump --nonblocking reads without stopping",
+			s->pid, tid, s->deadline_ms > 0 ? s->deadline_ms : STOPPER_DEADLINE_MS,
+			s->nstopped, s->nstopped == 1 ? "" : "s");
+}
+
+int stopper_stop(struct stopper *s, struct diag *d)
+{
+	uint64_t deadline;
+	int relists = 0;
+
+	if (s->stopped)
+		return 0;
 	if (s->released)
 		return released_error(s, d);
-	/*
-	 * A thread born of a clone that was already under way when attach
-	 * seized its creator is in none of attach's listings (it was not yet
-	 * in /proc/PID/task) and was not attached by the kernel (its creator
-	 * had no TRACECLONE when the clone began): it ran through every stop
-	 * (tests/unit/test_ptrace_stop.c, thread churn, 1 run in 10). With
-	 * every thread we hold stopped no clone is under way, so a listing
-	 * now is complete: seize what it finds and stop that too. Once is
-	 * enough, since from then on every thread is seized with TRACECLONE.
-	 */
-	s->nstuck = 0;
-	for (i = 0; i < s->nthreads; i++)
-		s->nstuck += s->threads[i].stuck;
-	/* A stuck thread may be the one cloning: list at a later stop. */
-	if (!s->listed && !s->nstuck && relists < ATTACH_MAX_PASSES) {
-		int n = seize_pass(s, d);
+	if (!s->threads)
+		return diag_set(d, EXIT_NO_PROCESS, "pid %d: not attached", s->pid);
+	deadline = stop_begin(s);
+	for (;;) {
+		int n;
 
+		if (collect_or_interrupt(s, d) || wait_stops(s, deadline, d))
+			return -1;
+		if (s->released)
+			return released_error(s, d);
+		/*
+		 * A thread born of a clone that was already under way when
+		 * attach seized its creator is in none of attach's listings (it
+		 * was not yet in /proc/PID/task) and was not attached by the
+		 * kernel (its creator had no TRACECLONE when the clone began):
+		 * it ran through every stop (tests/unit/test_ptrace_stop.c,
+		 * thread churn, 1 run in 10). With every thread we hold stopped
+		 * no clone is under way, so a listing now is complete: seize
+		 * what it finds and stop that too. Once is enough, since from
+		 * then on every thread is seized with TRACECLONE.
+		 */
+		s->nstuck = 0;
+		for (int i = 0; i < s->nthreads; i++)
+			s->nstuck += s->threads[i].stuck;
+		/* A stuck thread may be the one cloning: list at a later stop. */
+		if (s->listed || s->nstuck || relists >= ATTACH_MAX_PASSES)
+			break;
+		n = seize_pass(s, d);
 		if (n < 0) {
 			s->stopped = 1;
 			stopper_resume(s, NULL);
 			return -1;
 		}
 		relists++;
-		if (n > 0)
-			goto phase1;
-		s->listed = 1;
+		if (n == 0) {
+			s->listed = 1;
+			break;
+		}
 	}
 	compact(s);
-	if (s->nstuck && (!s->partial_ok || s->nstopped == 0)) {
-		/* The rest go back to work at once; the stuck ones stay
-		 * interrupted and are collected by a later stop, or detached by
-		 * the kernel when we exit. */
-		pid_t tid = stopper_stuck_tid(s, 0);
-
-		s->stopped = 1;
-		stopper_resume(s, NULL);
-		return diag_set(d, EXIT_FAIL,
-				"pid %d: thread %d did not stop within %d ms (in vfork? a thread "
-				"in posix_spawn waits for its child and cannot be stopped "
-				"until the child execs); %d other thread%s resumed -- "
-				"dump --nonblocking reads without stopping",
-				s->pid, tid,
-				s->deadline_ms > 0 ? s->deadline_ms : STOPPER_DEADLINE_MS,
-				s->nstopped, s->nstopped == 1 ? "" : "s");
-	}
+	if (s->nstuck && (!s->partial_ok || s->nstopped == 0))
+		return stuck_error(s, d);
 	if (s->nstopped == 0) {
 		reap_leader(s);
 		return diag_set(d, EXIT_NO_PROCESS, "pid %d exited", s->pid);
@@ -596,9 +626,6 @@ again:
 	s->nstops++;
 	s->last_stop_latency_ns = mono_ns() - s->stop_begin_ns;
 	return 0;
-fail:
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -1;
 }
 
 int stopper_stuck_count(const struct stopper *s)
