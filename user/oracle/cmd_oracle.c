@@ -307,7 +307,8 @@ static double parse_num(struct argp_state *state, const char *flag, const char *
 	return v;
 }
 
-static error_t parse(int key, char *arg, struct argp_state *state)
+/* What to run: cases, modes, the schedule, the interpreter, the CPUs. */
+static error_t parse_run_opt(int key, char *arg, struct argp_state *state)
 {
 	struct oracle_opts *o = state->input;
 
@@ -331,6 +332,41 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_REF:
 		o->ref_name = arg;
 		break;
+	case OPT_POISSON:
+		o->poisson = 1;
+		break;
+	case OPT_PEERS:
+		o->peers = 1;
+		break;
+	case OPT_PYTHON:
+		o->python = arg;
+		break;
+	case OPT_CPUS:
+		if (sscanf(arg, "%d,%d", &o->cpu_target, &o->cpu_sampler) != 2 ||
+		    o->cpu_target < 0 || o->cpu_sampler < 0 || o->cpu_target > 1023 ||
+		    o->cpu_sampler > 1023)
+			argp_error(state, "--cpus wants TARGET,SAMPLER, e.g. 0,1");
+		o->cpus_set = 1;
+		break;
+	case OPT_NO_PIN:
+		o->no_pin = 1;
+		break;
+	case OPT_DEFAULT:
+		o->dflt = 1;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* How long and how often: the numbers of a run's schedule. The _set flags
+ * tell --default and --baseline what the user gave. */
+static error_t parse_schedule_opt(int key, char *arg, struct argp_state *state)
+{
+	struct oracle_opts *o = state->input;
+
+	switch (key) {
 	case OPT_DURATION:
 		o->duration = parse_num(state, "--duration", arg, 0.01);
 		o->duration_set = 1;
@@ -351,20 +387,23 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->warmup = parse_num(state, "--warmup", arg, 0);
 		o->warmup_set = 1;
 		break;
-	case OPT_POISSON:
-		o->poisson = 1;
-		break;
-	case OPT_PEERS:
-		o->peers = 1;
-		break;
 	case OPT_PAIRS:
 		o->slowdown_pairs = (int)parse_num(state, "--slowdown-pairs", arg, 1);
 		if (o->slowdown_pairs > ORACLE_GATE_MAX_PAIRS)
 			argp_error(state, "--slowdown-pairs: at most %d", ORACLE_GATE_MAX_PAIRS);
 		break;
-	case OPT_PYTHON:
-		o->python = arg;
-		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* What is written and what is judged: files, --check's thresholds, chatter. */
+static error_t parse_output_opt(int key, char *arg, struct argp_state *state)
+{
+	struct oracle_opts *o = state->input;
+
+	switch (key) {
 	case OPT_JSON:
 		o->json = arg;
 		break;
@@ -383,18 +422,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_MAX_ERR:
 		o->max_errors = parse_num(state, "--max-errors", arg, 0);
 		break;
-	case OPT_CPUS:
-		if (sscanf(arg, "%d,%d", &o->cpu_target, &o->cpu_sampler) != 2 ||
-		    o->cpu_target < 0 || o->cpu_sampler < 0 || o->cpu_target > 1023 ||
-		    o->cpu_sampler > 1023)
-			argp_error(state, "--cpus wants TARGET,SAMPLER, e.g. 0,1");
-		o->cpus_set = 1;
-		break;
-	case OPT_NO_PIN:
-		o->no_pin = 1;
-		break;
-	case OPT_DEFAULT:
-		o->dflt = 1;
+	case OPT_FORCE:
+		o->force = 1;
 		break;
 	case 'q':
 		o->quiet = 1;
@@ -402,18 +431,27 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose = 1;
 		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* The gate: --baseline, --compare BASE NEW and the tests' parameters. */
+static error_t parse_gate_opt(int key, char *arg, struct argp_state *state)
+{
+	struct oracle_opts *o = state->input;
+
+	switch (key) {
 	case OPT_BASELINE:
 		o->baseline = arg;
 		break;
 	case OPT_COMPARE:
 		o->baseline = arg;
-		o->compare_new = "";
+		o->compare_new = ""; /* filled by the next argument */
 		break;
 	case OPT_JUNIT:
 		o->junit = arg;
-		break;
-	case OPT_FORCE:
-		o->force = 1;
 		break;
 	case OPT_ALPHA:
 		o->alpha = parse_num(state, "--alpha", arg, 1e-9);
@@ -437,33 +475,53 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		}
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
-	case ARGP_KEY_END:
-		/* Refused before the run rather than after minutes of it; with
-		 * --force the one opener decides when it writes. */
-		if (o->compare_new && !o->compare_new[0])
-			argp_error(state, "--compare BASE.json NEW.json: NEW.json missing");
-		if (o->junit && !o->baseline)
-			argp_error(state, "--junit needs --compare or --baseline");
-		if (o->ndetect && !o->baseline)
-			argp_error(state, "--detect needs --compare or --baseline");
-		for (int i = 0; i < 3 && !o->force; i++) {
-			const char *path = i == 0 ? o->html : i == 1 ? o->json : o->junit;
-
-			if (path && !faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW))
-				argp_error(state,
-					   "%s: %s already exists (use --force to replace it)",
-					   i == 0   ? "--html"
-					   : i == 1 ? "--json"
-						    : "--junit",
-					   path);
-		}
-		if (o->no_pin && o->cpus_set)
-			argp_error(state, "--cpus and --no-pin contradict each other");
-		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* Options that only make sense together, and outputs that would clobber a
+ * file: refused before the run rather than after minutes of it; with
+ * --force the one opener decides when it writes. */
+static void parse_end(struct oracle_opts *o, struct argp_state *state)
+{
+	if (o->compare_new && !o->compare_new[0])
+		argp_error(state, "--compare BASE.json NEW.json: NEW.json missing");
+	if (o->junit && !o->baseline)
+		argp_error(state, "--junit needs --compare or --baseline");
+	if (o->ndetect && !o->baseline)
+		argp_error(state, "--detect needs --compare or --baseline");
+	for (int i = 0; i < 3 && !o->force; i++) {
+		const char *path = i == 0 ? o->html : i == 1 ? o->json : o->junit;
+
+		if (path && !faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW))
+			argp_error(state, "%s: %s already exists (use --force to replace it)",
+				   i == 0   ? "--html"
+				   : i == 1 ? "--json"
+					    : "--junit",
+				   path);
+	}
+	if (o->no_pin && o->cpus_set)
+		argp_error(state, "--cpus and --no-pin contradict each other");
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	static error_t (*const groups[])(int, char *, struct argp_state *) = {
+	    parse_run_opt, parse_schedule_opt, parse_output_opt, parse_gate_opt};
+
+	if (key == ARGP_KEY_END) {
+		parse_end(state->input, state);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		error_t r = groups[i](key, arg, state);
+
+		if (r != ARGP_ERR_UNKNOWN)
+			return r;
+	}
+	return ARGP_ERR_UNKNOWN;
 }
 
 /* --peers: the modes scripts/oracle_peers.sh names for this interpreter,
