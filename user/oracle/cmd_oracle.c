@@ -723,6 +723,134 @@ static int oracle_compare_files(const struct oracle_opts *o)
 	return w < 0 ? diag_report(&d) : w > 0 ? EXIT_REGRESSION : EXIT_OK;
 }
 
+/* The cases to run: --snippet's, --default's three, else every snippet in
+ * the snippets directory; names[] holds the listed names plan->snippets
+ * points to. */
+static int load_cases(struct oracle_plan *p, struct oracle_case *cases, char (*names)[64],
+		      int *ncases, struct diag *d)
+{
+	const struct oracle_opts *o = p->o;
+	char dir[PATH_MAX + 16];
+
+	for (int i = 0; i < o->nsnippets; i++)
+		p->snippets[p->nsnippets++] = o->snippets[i];
+	if (o->dflt && !p->nsnippets) {
+		p->snippets[p->nsnippets++] = "flat_alternating";
+		p->snippets[p->nsnippets++] = "nested_alternating";
+		p->snippets[p->nsnippets++] = "ground_truth";
+	}
+	snprintf(dir, sizeof(dir), "%s/snippets", p->data_dir);
+	if (!p->nsnippets) {
+		int k = oracle_list_cases(dir, names, ORACLE_MAX_CASES);
+
+		if (!k)
+			return diag_set(d, EXIT_USAGE, "no snippets found: set BPFPY_SNIPPETS");
+		for (int i = 0; i < k; i++)
+			p->snippets[p->nsnippets++] = names[i];
+	}
+	for (int i = 0; i < p->nsnippets; i++, (*ncases)++)
+		if (oracle_load_case(p->snippets[i], dir, &cases[i], d))
+			return -1;
+	return 0;
+}
+
+/* Every window of every case, run and mode, in that order; returns the CPUs
+ * other processes used meanwhile (for the header's warning), or -1 when out
+ * of memory. */
+static double run_cases(struct loop *l, struct oracle_case *cases, struct oracle_case_result *crs,
+			int ncases)
+{
+	const struct oracle_plan *p = l->p;
+	int runs = p->o->runs, nmodes = p->nmodes;
+	double busy0, self0, wall0, other;
+
+	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+	l->tty = isatty(2) && !p->o->quiet;
+	l->windows = ncases * runs * nmodes;
+	l->t0 = wall0 = mono_s();
+	busy0 = oracle_host_busy();
+	self0 = oracle_self_busy();
+	for (int ci = 0; ci < ncases; ci++) {
+		struct oracle_case_result *cr = &crs[ci];
+
+		cr->c = &cases[ci];
+		cr->res = calloc((size_t)runs * (size_t)nmodes, sizeof(*cr->res));
+		if (!cr->res)
+			return -1;
+		for (int run = 0; run < runs; run++) {
+			uint64_t seed = ((uint64_t)random() << 32) ^ (uint64_t)random();
+
+			for (int m = 0; m < nmodes; m++) {
+				struct oracle_result *r = &cr->res[run * nmodes + m];
+
+				if (oracle_result_init(r))
+					return -1;
+				window(l, cr->c, &p->modes[m], run, seed + (uint64_t)m + 1, r);
+			}
+		}
+		oracle_compute(p, cr);
+	}
+	if (l->tty)
+		fprintf(stderr, "\r\033[K");
+	other = (oracle_host_busy() - busy0 - (oracle_self_busy() - self0)) / (mono_s() - wall0);
+	return other < 0 ? 0 : other;
+}
+
+/* The tables, the files, and the verdicts in the order they outrank each
+ * other (no sample, then --check, then the gate); returns the exit code. */
+static int report(const struct oracle_plan *p, const struct oracle_python *py,
+		  struct oracle_case_result *crs, int ncases, int ncpus, double other,
+		  json_object *base)
+{
+	const struct oracle_opts *o = p->o;
+	struct diag d = {0};
+	json_object *run_json;
+	int ret = EXIT_OK;
+
+	oracle_print_header(stdout, p, py, ncases, ncpus, other);
+	for (int ci = 0; ci < ncases; ci++) {
+		oracle_print_case(stdout, p, &crs[ci]);
+		oracle_print_consistency(stdout, p, &crs[ci]);
+	}
+	fflush(stdout);
+	run_json = oracle_json(p, py, crs, ncases, ncpus, other);
+	if (o->json && oracle_write_json(o->json, run_json, o->force, &d))
+		ret = diag_report(&d);
+	if (o->html) {
+		struct diag hd = {0};
+
+		if (oracle_write_html(o->html, p, py, crs, ncases, ncpus, other, &hd) &&
+		    ret == EXIT_OK)
+			ret = diag_report(&hd);
+	}
+	/* Before --check: a mode without samples has no figure to check. */
+	if (oracle_empty(stderr, p, crs, ncases) && ret == EXIT_OK)
+		ret = EXIT_FAIL;
+	if (ret == EXIT_OK && o->check && oracle_check(stderr, p, crs, ncases))
+		ret = EXIT_CHECK_FAILED;
+	/* The regression outranks a threshold: it is what --baseline asks. */
+	if (base && (ret == EXIT_OK || ret == EXIT_CHECK_FAILED)) {
+		int w = oracle_gate(stdout, o->baseline, base, "this run", run_json, o, &d);
+
+		ret = w < 0 ? diag_report(&d) : w > 0 ? EXIT_REGRESSION : ret;
+	}
+	json_object_put(run_json);
+	return ret;
+}
+
+static void free_cases(struct oracle_plan *p, struct oracle_case *cases,
+		       struct oracle_case_result *crs, int ncases)
+{
+	for (int ci = 0; ci < ncases; ci++) {
+		for (int k = 0; k < p->o->runs * p->nmodes; k++)
+			oracle_result_free(&crs[ci].res[k]);
+		free(crs[ci].res);
+		rules_free(cases[ci].rules);
+	}
+	for (int i = 0; i < p->nmodes; i++)
+		free(p->modes[i].cmd);
+}
+
 int cmd_oracle(int argc, char **argv)
 {
 	struct oracle_opts o = {.duration = 3.0,
@@ -734,17 +862,17 @@ int cmd_oracle(int argc, char **argv)
 				.alpha = 0.05,
 				.power = 0.8};
 	const char *base_snippets[ORACLE_MAX_CASES], *base_modes[ORACLE_MAX_MODES];
-	json_object *base = NULL, *run_json;
+	json_object *base = NULL;
 	struct argp argp = {options, parse, NULL, doc, NULL, NULL, NULL};
 	static struct oracle_case cases[ORACLE_MAX_CASES];
 	struct oracle_case_result crs[ORACLE_MAX_CASES];
-	char dir[PATH_MAX + 16], exe[PATH_MAX], datadir[PATH_MAX], names[ORACLE_MAX_CASES][64];
+	char exe[PATH_MAX], datadir[PATH_MAX], names[ORACLE_MAX_CASES][64];
 	struct oracle_python py;
 	struct diag d = {0};
 	struct oracle_plan plan = {.o = &o};
 	struct loop l = {.p = &plan, .py = &py};
-	int ncases = 0, ncpus, cpus[1024], ret = EXIT_OK;
-	double busy0, self0, wall0, other;
+	int ncases = 0, ncpus, cpus[1024], ret;
+	double other;
 	ssize_t n;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
@@ -762,27 +890,8 @@ int cmd_oracle(int argc, char **argv)
 	 * CPU by itself (make bench's control), which hides what the job is
 	 * meant to show. */
 	plan.rate_khz = o.dflt && !o.rate_set ? 1 : o.rate_khz;
-	for (int i = 0; i < o.nsnippets; i++)
-		plan.snippets[plan.nsnippets++] = o.snippets[i];
-	if (o.dflt && !plan.nsnippets) {
-		plan.snippets[plan.nsnippets++] = "flat_alternating";
-		plan.snippets[plan.nsnippets++] = "nested_alternating";
-		plan.snippets[plan.nsnippets++] = "ground_truth";
-	}
-	snprintf(dir, sizeof(dir), "%s/snippets", plan.data_dir);
-	if (!plan.nsnippets) {
-		int k = oracle_list_cases(dir, names, ORACLE_MAX_CASES);
-
-		if (!k)
-			return diag_report(&(struct diag){.code = EXIT_USAGE,
-							  .msg = "no snippets found: set "
-								 "BPFPY_SNIPPETS"});
-		for (int i = 0; i < k; i++)
-			plan.snippets[plan.nsnippets++] = names[i];
-	}
-	for (int i = 0; i < plan.nsnippets; i++, ncases++)
-		if (oracle_load_case(plan.snippets[i], dir, &cases[i], &d))
-			return diag_report(&d);
+	if (load_cases(&plan, cases, names, &ncases, &d))
+		return diag_report(&d);
 	if (oracle_find_python(o.python, plan.data_dir, &py, &d))
 		return diag_report(&d);
 	ncpus = online_cpus(cpus, 1024);
@@ -797,75 +906,11 @@ int cmd_oracle(int argc, char **argv)
 			return json_object_put(h), json_object_put(base), diag_report(&d);
 		json_object_put(h);
 	}
-	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
-	l.tty = isatty(2) && !o.quiet;
-	l.windows = ncases * o.runs * plan.nmodes;
-	l.t0 = wall0 = mono_s();
-	busy0 = oracle_host_busy();
-	self0 = oracle_self_busy();
-	for (int ci = 0; ci < ncases; ci++) {
-		struct oracle_case_result *cr = &crs[ci];
-
-		cr->c = &cases[ci];
-		cr->res = calloc((size_t)o.runs * (size_t)plan.nmodes, sizeof(*cr->res));
-		if (!cr->res)
-			return diag_report(
-			    &(struct diag){.code = EXIT_FAIL, .msg = "out of memory"});
-		for (int run = 0; run < o.runs; run++) {
-			uint64_t seed = ((uint64_t)random() << 32) ^ (uint64_t)random();
-
-			for (int m = 0; m < plan.nmodes; m++) {
-				struct oracle_result *r = &cr->res[run * plan.nmodes + m];
-
-				if (oracle_result_init(r))
-					return diag_report(&(struct diag){.code = EXIT_FAIL,
-									  .msg = "out of memory"});
-				window(&l, cr->c, &plan.modes[m], run, seed + (uint64_t)m + 1, r);
-			}
-		}
-		oracle_compute(&plan, cr);
-	}
-	if (l.tty)
-		fprintf(stderr, "\r\033[K");
-	other = (oracle_host_busy() - busy0 - (oracle_self_busy() - self0)) / (mono_s() - wall0);
+	other = run_cases(&l, cases, crs, ncases);
 	if (other < 0)
-		other = 0;
-	oracle_print_header(stdout, &plan, &py, ncases, ncpus, other);
-	for (int ci = 0; ci < ncases; ci++) {
-		oracle_print_case(stdout, &plan, &crs[ci]);
-		oracle_print_consistency(stdout, &plan, &crs[ci]);
-	}
-	fflush(stdout);
-	run_json = oracle_json(&plan, &py, crs, ncases, ncpus, other);
-	if (o.json && oracle_write_json(o.json, run_json, o.force, &d))
-		ret = diag_report(&d);
-	if (o.html) {
-		struct diag hd = {0};
-
-		if (oracle_write_html(o.html, &plan, &py, crs, ncases, ncpus, other, &hd) &&
-		    ret == EXIT_OK)
-			ret = diag_report(&hd);
-	}
-	/* Before --check: a mode without samples has no figure to check. */
-	if (oracle_empty(stderr, &plan, crs, ncases) && ret == EXIT_OK)
-		ret = EXIT_FAIL;
-	if (ret == EXIT_OK && o.check && oracle_check(stderr, &plan, crs, ncases))
-		ret = EXIT_CHECK_FAILED;
-	/* The regression outranks a threshold: it is what --baseline asks. */
-	if (base && (ret == EXIT_OK || ret == EXIT_CHECK_FAILED)) {
-		int w = oracle_gate(stdout, o.baseline, base, "this run", run_json, &o, &d);
-
-		ret = w < 0 ? diag_report(&d) : w > 0 ? EXIT_REGRESSION : ret;
-	}
-	json_object_put(run_json);
+		return diag_report(&(struct diag){.code = EXIT_FAIL, .msg = "out of memory"});
+	ret = report(&plan, &py, crs, ncases, ncpus, other, base);
 	json_object_put(base);
-	for (int ci = 0; ci < ncases; ci++) {
-		for (int k = 0; k < o.runs * plan.nmodes; k++)
-			oracle_result_free(&crs[ci].res[k]);
-		free(crs[ci].res);
-		rules_free(cases[ci].rules);
-	}
-	for (int i = 0; i < plan.nmodes; i++)
-		free(plan.modes[i].cmd);
+	free_cases(&plan, cases, crs, ncases);
 	return ret;
 }
