@@ -703,50 +703,96 @@ static int detect_lines(FILE *f, const struct row *rows, size_t n, const struct 
 	return 0;
 }
 
-int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *cur_name,
-		json_object *cur, const struct oracle_opts *o, struct diag *d)
-{
-	json_object *bh = get(base, "header", json_type_object);
-	json_object *ch = get(cur, "header", json_type_object);
-	json_object *bc = get(base, "cases", json_type_array),
-		    *cc = get(cur, "cases", json_type_array);
-	int bruns = (int)get_count(bh, "runs"), cruns = (int)get_count(ch, "runs"), worse = 0,
-	    better = 0, same = 0, na = 0, missing = 0;
-	size_t nrows = 0, cap = 0;
-	struct row *rows = NULL;
-	double *p = NULL, *adj = NULL, alpha_b;
-	char eb[1024], ec[1024];
+/* The rows of one comparison, grown as the pairs are found. */
+struct rows {
+	struct row *v;
+	size_t n, cap;
+};
 
-	/* Pair the rows: every baseline case x mode must be in the new run. */
+/* One side of a row: the case, the mode and the case's reference in one
+ * run's JSON, and how many runs that JSON holds. */
+struct side {
+	json_object *c, *m, *ref;
+	int runs;
+};
+
+/* A zeroed row at the end of rs, or NULL when out of memory (rs kept). */
+static struct row *add_row(struct rows *rs)
+{
+	struct row *r;
+
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 64;
+		struct row *nr = realloc(rs->v, cap * sizeof(*rs->v));
+
+		if (!nr)
+			return NULL;
+		rs->v = nr;
+		rs->cap = cap;
+	}
+	r = &rs->v[rs->n++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* The reference of a case's modes (the last one flagged, as written). */
+static json_object *reference_of(json_object *modes)
+{
+	json_object *ref = NULL;
+
+	for (size_t mi = 0; mi < json_object_array_length(modes); mi++) {
+		json_object *m = json_object_array_get_idx(modes, mi);
+
+		if (json_object_get_boolean(get(m, "reference", json_type_boolean)))
+			ref = m;
+	}
+	return ref;
+}
+
+/* A row per metric for one case x mode present on both sides. */
+static int add_mode_rows(struct rows *rs, const char *cname, const char *mname,
+			 const struct side *b, const struct side *n)
+{
+	for (int k = 0; k < NMETRIC; k++) {
+		struct row *r = add_row(rs);
+
+		if (!r)
+			return -1;
+		r->cname = cname;
+		r->mname = mname;
+		r->k = k;
+		/* The same seed a side and row: the report is reproducible. */
+		figure(b->c, b->m, b->ref, b->runs, k, 0x5eed0000u + rs->n, &r->b);
+		figure(n->c, n->m, n->ref, n->runs, k, 0x5eed0000u + rs->n, &r->n);
+		if ((k == M_TVD || k == M_FN) && b->m == b->ref)
+			rs->n--; /* the reference has no distance to itself */
+	}
+	return 0;
+}
+
+/* Pairs the rows: every baseline case x mode must be in the new run; one
+ * that is not is said on stderr and counted in *missing. -1: out of memory. */
+static int pair_rows(json_object *bc, int bruns, json_object *cc, int cruns, struct rows *rs,
+		     int *missing)
+{
 	for (size_t ci = 0; ci < json_object_array_length(bc); ci++) {
 		json_object *c = json_object_array_get_idx(bc, ci);
 		const char *cname = get_str(c, "name");
 		json_object *c2 = find_named(cc, "name", cname);
 		json_object *modes = get(c, "modes", json_type_array);
-		json_object *ref = NULL, *ref2 = NULL;
+		struct side b = {.c = c, .ref = reference_of(modes), .runs = bruns};
+		struct side n = {.c = c2,
+				 .ref = c2 ? reference_of(get(c2, "modes", json_type_array)) : NULL,
+				 .runs = cruns};
 
 		for (size_t mi = 0; mi < json_object_array_length(modes); mi++) {
-			json_object *m = json_object_array_get_idx(modes, mi);
+			const char *mname;
 
-			if (json_object_get_boolean(get(m, "reference", json_type_boolean)))
-				ref = m;
-		}
-		for (size_t mi = 0;
-		     c2 && mi < json_object_array_length(get(c2, "modes", json_type_array)); mi++) {
-			json_object *m =
-			    json_object_array_get_idx(get(c2, "modes", json_type_array), mi);
-
-			if (json_object_get_boolean(get(m, "reference", json_type_boolean)))
-				ref2 = m;
-		}
-		for (size_t mi = 0; mi < json_object_array_length(modes); mi++) {
-			json_object *m = json_object_array_get_idx(modes, mi);
-			const char *mname = get_str(m, "mode");
-			json_object *m2 =
-			    c2 ? find_named(get(c2, "modes", json_type_array), "mode", mname)
-			       : NULL;
-
-			if (!m2 || !ref || !ref2) {
+			b.m = json_object_array_get_idx(modes, mi);
+			mname = get_str(b.m, "mode");
+			n.m = c2 ? find_named(get(c2, "modes", json_type_array), "mode", mname)
+				 : NULL;
+			if (!n.m || !b.ref || !n.ref) {
 				char e1[256], e2[256];
 
 				fprintf(
@@ -754,37 +800,22 @@ int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *c
 				    "bpfpy oracle: %s %s: in the baseline, not in the new run\n",
 				    text_esc(cname, e1, sizeof(e1)),
 				    text_esc(mname, e2, sizeof(e2)));
-				missing++;
+				(*missing)++;
 				continue;
 			}
-			for (int k = 0; k < NMETRIC; k++) {
-				struct row *r;
-
-				if (nrows == cap) {
-					struct row *nr = realloc(rows, (cap = cap ? 2 * cap : 64) *
-									   sizeof(*rows));
-
-					if (!nr) {
-						free(rows);
-						return diag_errno(d, ENOMEM, "gate");
-					}
-					rows = nr;
-				}
-				r = &rows[nrows++];
-				memset(r, 0, sizeof(*r));
-				r->cname = cname;
-				r->mname = mname;
-				r->k = k;
-				/* The same seed a side and row: the report is reproducible. */
-				figure(c, m, ref, bruns, k, 0x5eed0000u + nrows, &r->b);
-				figure(c2, m2, ref2, cruns, k, 0x5eed0000u + nrows, &r->n);
-				if ((k == M_TVD || k == M_FN) && m == ref) {
-					nrows--; /* the reference has no distance to itself */
-					continue;
-				}
-			}
+			if (add_mode_rows(rs, cname, mname, &b, &n))
+				return -1;
 		}
 	}
+	return 0;
+}
+
+/* The other way round: case x mode rows of the new run the baseline lacks,
+ * said on stderr; returns how many. */
+static int count_new_only(json_object *bc, json_object *cc)
+{
+	int missing = 0;
+
 	for (size_t ci = 0; ci < json_object_array_length(cc); ci++) {
 		json_object *c = json_object_array_get_idx(cc, ci);
 		json_object *c2 = find_named(bc, "name", get_str(c, "name"));
@@ -805,28 +836,16 @@ int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *c
 				missing++;
 			}
 	}
-	if (missing && !o->force) {
-		free(rows);
-		return diag_set(
-		    d, EXIT_USAGE,
-		    "%d case x mode rows are in one run only (another snippet or mode set; "
-		    "--force compares the rows both have)",
-		    missing);
-	}
-	p = calloc(nrows + 1, sizeof(*p));
-	adj = calloc(nrows + 1, sizeof(*adj));
-	if (!p || !adj) {
-		free(rows), free(p), free(adj);
-		return diag_errno(d, ENOMEM, "gate");
-	}
-	/* The MDD at Holm's first, strictest level: a row whose true change is
-	 * that large is found with at least --power whatever the others do. */
-	alpha_b = o->alpha / (double)(nrows ? nrows : 1);
-	for (size_t i = 0; i < nrows; i++) {
-		test_row(&rows[i], alpha_b, o->power);
-		p[i] = rows[i].p;
-	}
-	oracle_holm(p, nrows, adj);
+	return missing;
+}
+
+/* What was compared with what, the tests' level, and the table's heading. */
+static void print_gate_header(FILE *f, const char *base_name, json_object *bh, int bruns,
+			      const char *cur_name, json_object *ch, int cruns,
+			      const struct oracle_opts *o, size_t nrows)
+{
+	char eb[1024], ec[1024];
+
 	fprintf(f,
 		"gate: baseline %s (Python %s, runs=%d duration=%g rate_khz=%g) against %s "
 		"(runs=%d duration=%g)\n",
@@ -846,19 +865,29 @@ int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *c
 			   "(docs/oracle-gate.md)\n");
 	fprintf(f, "%-20s %-16s %-12s %10s %10s %10s %9s %8s  %-7s %s\n", "case", "mode", "metric",
 		"baseline", "new", "Δ", "min_Δ", "p_holm", "verdict", "test");
+}
+
+struct tally {
+	int worse, better, same, na;
+};
+
+/* Gives each row its Holm-adjusted p and verdict, prints it and counts it. */
+static void print_gate_rows(FILE *f, struct row *rows, size_t nrows, const double *adj,
+			    const struct oracle_opts *o, struct tally *t)
+{
 	for (size_t i = 0; i < nrows; i++) {
 		struct row *r = &rows[i];
 		char b[32], v[32], df[32], m[32], pa[32], e1[256], e2[256];
 
 		r->padj = adj[i];
 		if (isnan(r->padj))
-			r->verdict = "n/a", na++;
+			r->verdict = "n/a", t->na++;
 		else if (r->padj <= o->alpha && r->diff > 0)
-			r->verdict = "worse", worse++;
+			r->verdict = "worse", t->worse++;
 		else if (r->padj <= o->alpha && r->diff < 0)
-			r->verdict = "better", better++;
+			r->verdict = "better", t->better++;
 		else
-			r->verdict = "same", same++;
+			r->verdict = "same", t->same++;
 		fmt(b, sizeof(b), r->k <= M_ERR && r->b.n > 0 ? 100 * r->b.x / r->b.n : r->b.value,
 		    prec(r->k));
 		fmt(v, sizeof(v), r->k <= M_ERR && r->n.n > 0 ? 100 * r->n.x / r->n.n : r->n.value,
@@ -872,13 +901,56 @@ int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *c
 			r->k == M_US ? 13 : 12, metric_name[r->k], b, v, df, m, pa, r->verdict,
 			r->test);
 	}
-	fprintf(f, "gate: %d worse, %d better, %d same, %d n/a%s\n", worse, better, same, na,
-		worse ? " -- REGRESSION" : "");
-	if (detect_lines(f, rows, nrows, o, get_num(ch, "duration"), cruns, d) ||
-	    (o->junit && write_junit(o->junit, rows, nrows, worse, o, d)))
-		worse = -1;
-	free(rows);
+}
+
+int oracle_gate(FILE *f, const char *base_name, json_object *base, const char *cur_name,
+		json_object *cur, const struct oracle_opts *o, struct diag *d)
+{
+	json_object *bh = get(base, "header", json_type_object);
+	json_object *ch = get(cur, "header", json_type_object);
+	json_object *bc = get(base, "cases", json_type_array),
+		    *cc = get(cur, "cases", json_type_array);
+	int bruns = (int)get_count(bh, "runs"), cruns = (int)get_count(ch, "runs"), missing = 0;
+	struct rows rs = {0};
+	struct tally t = {0};
+	double *p = NULL, *adj = NULL, alpha_b;
+
+	if (pair_rows(bc, bruns, cc, cruns, &rs, &missing)) {
+		free(rs.v);
+		return diag_errno(d, ENOMEM, "gate");
+	}
+	missing += count_new_only(bc, cc);
+	if (missing && !o->force) {
+		free(rs.v);
+		return diag_set(
+		    d, EXIT_USAGE,
+		    "%d case x mode rows are in one run only (another snippet or mode set; "
+		    "--force compares the rows both have)",
+		    missing);
+	}
+	p = calloc(rs.n + 1, sizeof(*p));
+	adj = calloc(rs.n + 1, sizeof(*adj));
+	if (!p || !adj) {
+		free(rs.v), free(p), free(adj);
+		return diag_errno(d, ENOMEM, "gate");
+	}
+	/* The MDD at Holm's first, strictest level: a row whose true change is
+	 * that large is found with at least --power whatever the others do. */
+	alpha_b = o->alpha / (double)(rs.n ? rs.n : 1);
+	for (size_t i = 0; i < rs.n; i++) {
+		test_row(&rs.v[i], alpha_b, o->power);
+		p[i] = rs.v[i].p;
+	}
+	oracle_holm(p, rs.n, adj);
+	print_gate_header(f, base_name, bh, bruns, cur_name, ch, cruns, o, rs.n);
+	print_gate_rows(f, rs.v, rs.n, adj, o, &t);
+	fprintf(f, "gate: %d worse, %d better, %d same, %d n/a%s\n", t.worse, t.better, t.same,
+		t.na, t.worse ? " -- REGRESSION" : "");
+	if (detect_lines(f, rs.v, rs.n, o, get_num(ch, "duration"), cruns, d) ||
+	    (o->junit && write_junit(o->junit, rs.v, rs.n, t.worse, o, d)))
+		t.worse = -1;
+	free(rs.v);
 	free(p);
 	free(adj);
-	return worse;
+	return t.worse;
 }
