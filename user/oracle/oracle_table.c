@@ -458,19 +458,10 @@ void oracle_print_header(FILE *f, const struct oracle_plan *p, const struct orac
 			other_load);
 }
 
-void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *cr)
+/* The case's heading line: name, operation, and the reference's key count. */
+static void print_case_heading(FILE *f, const struct oracle_case_result *cr,
+			       const struct oracle_result *ref0)
 {
-	char cell[ORACLE_MAX_MODES + 1][NCOLS][64];
-	int w[NCOLS] = {0}, show_stacks = 0;
-	const struct oracle_result *ref0 = &cr->res[p->ref];
-
-	for (int m = 0; m < p->nmodes; m++) {
-		struct mode_sum s;
-
-		sums(p, cr, m, &s);
-		if (s.stacks != s.samples)
-			show_stacks = 1;
-	}
 	fprintf(f, "\n%s (%s)%s ref_keys=%zu", cr->c->name, cr->c->operation,
 		cr->c->no_rules ? " [no rules: distribution only]" : "", keydist_nkeys(ref0->dist));
 	/* How many of the reference's stacks were of running threads: the
@@ -479,65 +470,75 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 		fprintf(f, " ref_running_stacks=%.0f/%.0f", keydist_total(ref0->dist_run),
 			keydist_total(ref0->dist));
 	fprintf(f, "\n");
-	for (int c = 0; c < NCOLS; c++)
-		snprintf(cell[0][c], 64, "%s", heads[c]);
-	for (int m = 0; m < p->nmodes; m++) {
-		char(*row)[64] = cell[m + 1];
-		struct oracle_agg a;
-		struct mode_sum s;
-		int is_ref = m == p->ref;
+}
 
-		sums(p, cr, m, &s);
-		snprintf(row[0], 64, "%s", p->modes[m].name);
-		snprintf(row[1], 64, "%llu", (unsigned long long)s.samples);
-		snprintf(row[2], 64, "%llu", (unsigned long long)s.stacks);
-		gather(p, cr, m, F(us), &a);
-		fmt_ms(row[3], 64, &a, p->o->runs, "%.2f");
-		gather(p, cr, m, F(errors_pct), &a);
-		fmt_ms(row[4], 64, &a, p->o->runs, "%.2f");
-		snprintf(row[5], 64, "%llu", (unsigned long long)s.impossible);
-		gather(p, cr, m, F(impossible_pct), &a);
-		fmt_ms(row[6], 64, &a, p->o->runs, "%.2f");
-		if (is_ref) {
-			strcpy(row[7], "ref");
-			strcpy(row[8], "-");
-			strcpy(row[9], "ref");
-			strcpy(row[10], "-");
-			strcpy(row[11], "ref");
-		} else {
-			gather(p, cr, m, F(tvd_excess), &a);
-			fmt_ms(row[7], 64, &a, p->o->runs, "%.3f");
-			gather(p, cr, m, F(tvd_floor), &a);
-			fmt_med(row[8], 64, &a, "%.3f");
-			gather(p, cr, m, F(raw_tvd), &a);
-			fmt_ms(row[9], 64, &a, p->o->runs, "%.3f");
-			gather(p, cr, m, F(tvd_noise), &a);
-			fmt_med(row[10], 64, &a, "%.3f");
-			gather(p, cr, m, F(tvd_fn), &a);
-			fmt_ms(row[11], 64, &a, p->o->runs, "%.3f");
-		}
-		gather(p, cr, m, F(tvd_truth), &a);
-		fmt_ms(row[12], 64, &a, p->o->runs, "%.3f");
-		fmt_ci(row[13], 64, p, cr, m, F(slowdown), F(slowdown_ci));
-		fmt_ci(row[14], 64, p, cr, m, F(walk), F(walk_ci));
-		snprintf(row[15], 64, "%llu", (unsigned long long)s.lost);
-		gather(p, cr, m, F(us_target), &a);
-		fmt_ms(row[16], 64, &a, p->o->runs, "%.2f");
-		gather(p, cr, m, F(us_sampler), &a);
-		fmt_ms(row[17], 64, &a, p->o->runs, "%.2f");
-		/* What this row was compared with: all the reference's
-		 * threads, or those running at the sample. */
-		snprintf(row[18], 64, "%s",
-			 is_ref				      ? "ref"
-			 : p->modes[m].kind == MODE_BPF_TIMER ? "-"
-			 : cr->res[m].ref_run		      ? "running"
-							      : "all");
+/* Mode m's cells, in the order of heads[]. */
+static void mode_cells(const struct oracle_plan *p, const struct oracle_case_result *cr, int m,
+		       char (*row)[64])
+{
+	struct oracle_agg a;
+	struct mode_sum s;
+	int is_ref = m == p->ref;
+
+	sums(p, cr, m, &s);
+	snprintf(row[0], 64, "%s", p->modes[m].name);
+	snprintf(row[1], 64, "%llu", (unsigned long long)s.samples);
+	snprintf(row[2], 64, "%llu", (unsigned long long)s.stacks);
+	gather(p, cr, m, F(us), &a);
+	fmt_ms(row[3], 64, &a, p->o->runs, "%.2f");
+	gather(p, cr, m, F(errors_pct), &a);
+	fmt_ms(row[4], 64, &a, p->o->runs, "%.2f");
+	snprintf(row[5], 64, "%llu", (unsigned long long)s.impossible);
+	gather(p, cr, m, F(impossible_pct), &a);
+	fmt_ms(row[6], 64, &a, p->o->runs, "%.2f");
+	if (is_ref) {
+		strcpy(row[7], "ref");
+		strcpy(row[8], "-");
+		strcpy(row[9], "ref");
+		strcpy(row[10], "-");
+		strcpy(row[11], "ref");
+	} else {
+		gather(p, cr, m, F(tvd_excess), &a);
+		fmt_ms(row[7], 64, &a, p->o->runs, "%.3f");
+		gather(p, cr, m, F(tvd_floor), &a);
+		fmt_med(row[8], 64, &a, "%.3f");
+		gather(p, cr, m, F(raw_tvd), &a);
+		fmt_ms(row[9], 64, &a, p->o->runs, "%.3f");
+		gather(p, cr, m, F(tvd_noise), &a);
+		fmt_med(row[10], 64, &a, "%.3f");
+		gather(p, cr, m, F(tvd_fn), &a);
+		fmt_ms(row[11], 64, &a, p->o->runs, "%.3f");
 	}
-	for (int r = 0; r <= p->nmodes; r++)
+	gather(p, cr, m, F(tvd_truth), &a);
+	fmt_ms(row[12], 64, &a, p->o->runs, "%.3f");
+	fmt_ci(row[13], 64, p, cr, m, F(slowdown), F(slowdown_ci));
+	fmt_ci(row[14], 64, p, cr, m, F(walk), F(walk_ci));
+	snprintf(row[15], 64, "%llu", (unsigned long long)s.lost);
+	gather(p, cr, m, F(us_target), &a);
+	fmt_ms(row[16], 64, &a, p->o->runs, "%.2f");
+	gather(p, cr, m, F(us_sampler), &a);
+	fmt_ms(row[17], 64, &a, p->o->runs, "%.2f");
+	/* What this row was compared with: all the reference's
+	 * threads, or those running at the sample. */
+	snprintf(row[18], 64, "%s",
+		 is_ref				      ? "ref"
+		 : p->modes[m].kind == MODE_BPF_TIMER ? "-"
+		 : cr->res[m].ref_run		      ? "running"
+						      : "all");
+}
+
+/* The heading row and nrows-1 mode rows, each column as wide as its widest
+ * cell; the stacks column only when some mode's stacks differ from its
+ * samples. */
+static void print_cells(FILE *f, char (*cell)[NCOLS][64], int nrows, int show_stacks)
+{
+	int w[NCOLS] = {0};
+
+	for (int r = 0; r < nrows; r++)
 		for (int c = 0; c < NCOLS; c++)
 			if (width(cell[r][c]) > w[c])
 				w[c] = width(cell[r][c]);
-	for (int r = 0; r <= p->nmodes; r++) {
+	for (int r = 0; r < nrows; r++) {
 		for (int c = 0; c < NCOLS; c++) {
 			if (c == 2 && !show_stacks)
 				continue;
@@ -549,6 +550,13 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 		}
 		fprintf(f, "\n");
 	}
+}
+
+/* The notes under the table: a coarse reference, a distorting stopper,
+ * and each window's own note. */
+static void print_case_notes(FILE *f, const struct oracle_plan *p,
+			     const struct oracle_case_result *cr, const struct oracle_result *ref0)
+{
 	/* A reference of few samples has few keys: every mode compared with
 	 * it then shows a large tvd_excess that says little about the mode
 	 * (the threads case at 10 kHz: ptrace-low stops 13 threads per
@@ -589,6 +597,28 @@ void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle
 				    f, "note: %s run %d: %s\n", p->modes[m].name, run,
 				    text_esc(cr->res[run * p->nmodes + m].note, en, sizeof(en)));
 			}
+}
+
+void oracle_print_case(FILE *f, const struct oracle_plan *p, const struct oracle_case_result *cr)
+{
+	char cell[ORACLE_MAX_MODES + 1][NCOLS][64];
+	int show_stacks = 0;
+	const struct oracle_result *ref0 = &cr->res[p->ref];
+
+	for (int m = 0; m < p->nmodes; m++) {
+		struct mode_sum s;
+
+		sums(p, cr, m, &s);
+		if (s.stacks != s.samples)
+			show_stacks = 1;
+	}
+	print_case_heading(f, cr, ref0);
+	for (int c = 0; c < NCOLS; c++)
+		snprintf(cell[0][c], 64, "%s", heads[c]);
+	for (int m = 0; m < p->nmodes; m++)
+		mode_cells(p, cr, m, cell[m + 1]);
+	print_cells(f, cell, p->nmodes + 1, show_stacks);
+	print_case_notes(f, p, cr, ref0);
 }
 
 static json_object *jnum(double x)
