@@ -9,6 +9,7 @@
 #ifndef ORACLE_RUN_H
 #define ORACLE_RUN_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -171,6 +172,23 @@ struct oracle_window {
 	uint64_t seed;
 };
 
+/* Sleeps until t (seconds on the mono_s() clock), through signals. Here
+ * rather than in one of the .c files because the windows (cmd_oracle.c)
+ * and every mode (oracle_modes.c) schedule by it: oracle_modes.c then needs
+ * nothing of oracle_target.c, whose readiness probe uses oracle_modes.c's
+ * reader -- the two files depend one way only. */
+static inline void oracle_sleep_until(double t)
+{
+	struct timespec ts;
+
+	if (t <= mono_s())
+		return;
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 /* oracle_target.c */
 int oracle_find_python(const char *want, const char *data_dir, struct oracle_python *out,
 		       struct diag *d);
@@ -195,7 +213,6 @@ uint64_t oracle_target_progress(const struct oracle_target *t);
  * lingers, reap, remove temp files. Safe to call twice. */
 void oracle_target_stop(struct oracle_target *t, struct keydist **truth);
 int oracle_pin_self(int cpu);
-void oracle_sleep_until(double t);
 /* Busy CPU-seconds of the whole host so far (from /proc/stat). */
 double oracle_host_busy(void);
 /* CPU-seconds used by us and our reaped children. */

@@ -46,18 +46,6 @@ fmt_path(char *buf, size_t len, const char *fmt, ...)
 	return 0;
 }
 
-void oracle_sleep_until(double t)
-{
-	struct timespec ts;
-
-	if (t <= mono_s())
-		return;
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 int oracle_pin_self(int cpu)
 {
 	cpu_set_t set;
