@@ -8,7 +8,9 @@
  * at its first line. Each stack of each thread is one Sample, leaf first,
  * with values [samples/count, cpu|wall/nanoseconds] and labels pid and tid
  * (numeric), comm, thread "NAME (TID)" and thread_name, so `-tagfocus=tid=N`
- * isolates a thread. A stack whose samples differ in their GIL and idle
+ * isolates a thread; then the labels record gives a process (cgroup,
+ * container, python_version: profile_set_proc_label) and every sample
+ * (host). A stack whose samples differ in their GIL and idle
  * flags is split into one Sample per combination, labelled gil=held and
  * idle=yes where set (absent: not known to hold the GIL, running), so
  * `-tagfocus=gil=held` keeps the holders. A weighted profile (--clock
@@ -64,6 +66,8 @@ struct build {
 	PLabel rlabels[OFFCPU__COUNT]; /* off_cpu_reason=NAME */
 	char **tnames;		       /* "NAME (TID)" per thread */
 	char **rooted;		       /* per function: source_root + file, or NULL */
+	PLabel *plabels;	       /* PROF_PROC_LABELS per thread: its process's */
+	PLabel glabels[PROF_LABELS];   /* the profile's own (host) */
 };
 
 /* Labels of a thread: pid, tid, comm, thread, thread_name. A Sample's list:
@@ -71,7 +75,7 @@ struct build {
  * reason where set. */
 #define COMBOS	      4 /* bit 0: gil held, bit 1: idle */
 #define LABELS_THREAD 5
-#define LABELS_PER    (LABELS_THREAD + 2)
+#define LABELS_PER    (LABELS_THREAD + 2 + PROF_PROC_LABELS + PROF_LABELS)
 
 static void build_free(struct build *b)
 {
@@ -88,6 +92,7 @@ static void build_free(struct build *b)
 	free(b->values);
 	free(b->labels);
 	free(b->labelp);
+	free(b->plabels);
 	for (uint32_t i = 0; b->tnames && b->tnames[i] != (char *)-1; i++)
 		free(b->tnames[i]);
 	free(b->tnames);
@@ -139,6 +144,21 @@ static void pprof_native_location(const struct profile *p, const struct prof_fun
 
 		l->mapping_id = fn->mapping + 1;
 		l->address = pm->start - pm->offset + fn->addr;
+	}
+}
+
+/* The labels of pid's process, into l[PROF_PROC_LABELS] (key 0: none). */
+static void pprof_proc_labels(const struct profile *p, uint32_t pid, PLabel *l)
+{
+	uint32_t n;
+	const struct prof_label *pl = profile_proc_labels(p, pid, &n);
+
+	for (uint32_t k = 0; k < PROF_PROC_LABELS; k++) {
+		perftools__profiles__label__init(&l[k]);
+		if (k < n && pl[k].key) {
+			l[k].key = pl[k].key;
+			l[k].str = pl[k].value;
+		}
 	}
 }
 
@@ -223,6 +243,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.values = calloc(nvals * nsamples + 1, sizeof(*b.values));
 	b.labels = calloc(LABELS_THREAD * (size_t)p->nthreads + 2, sizeof(*b.labels));
 	b.labelp = calloc(LABELS_PER * nsamples + 1, sizeof(*b.labelp));
+	b.plabels = calloc(PROF_PROC_LABELS * (size_t)p->nthreads + 1, sizeof(*b.plabels));
 	b.tnames = calloc(p->nthreads + 1, sizeof(*b.tnames));
 	if (b.tnames)
 		b.tnames[p->nthreads] = (char *)-1; /* the end, for build_free */
@@ -238,7 +259,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.mapp = calloc(nmaps, sizeof(*b.mapp));
 	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
 	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp ||
-	    !b.tnames || !b.rooted || !b.maps || !b.mapp) {
+	    !b.plabels || !b.tnames || !b.rooted || !b.maps || !b.mapp) {
 		diag_errno(d, ENOMEM, "pprof output");
 		goto out;
 	}
@@ -335,6 +356,14 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		l[4].key = SID(S_THREAD_NAME);
 		b.strtab[tstr + 2 * p->nthreads + t] = (char *)tn;
 		l[4].str = (int64_t)(tstr + 2 * p->nthreads + t);
+		pprof_proc_labels(p, p->threads[t].pid, &b.plabels[PROF_PROC_LABELS * t]);
+	}
+	for (uint32_t i = 0; i < PROF_LABELS; i++) {
+		perftools__profiles__label__init(&b.glabels[i]);
+		if (i < p->nlabels) {
+			b.glabels[i].key = p->labels[i].key;
+			b.glabels[i].str = p->labels[i].value;
+		}
 	}
 	nsamples = 0;
 	for (uint32_t i = 0; i < p->nstacks; i++) {
@@ -388,6 +417,14 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 				s->label[s->n_label++] = &b.labels[lidle];
 			if (whole && st->offcpu_reason < OFFCPU__COUNT)
 				s->label[s->n_label++] = &b.rlabels[st->offcpu_reason];
+			for (int k = 0; k < PROF_PROC_LABELS; k++) {
+				PLabel *pl = &b.plabels[PROF_PROC_LABELS * st->thread + k];
+
+				if (pl->key)
+					s->label[s->n_label++] = pl;
+			}
+			for (uint32_t k = 0; k < p->nlabels && k < PROF_LABELS; k++)
+				s->label[s->n_label++] = &b.glabels[k];
 			b.samplep[nsamples++] = s;
 		}
 	}
@@ -444,7 +481,10 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 	b.prof.function = b.funcp;
 	b.prof.n_string_table = tstr + 3 * (size_t)p->nthreads + nrooted;
 	b.prof.string_table = b.strtab;
-	if (p->total) {
+	if (p->window_end_ns > p->window_start_ns) { /* record --rotate: its window */
+		b.prof.time_nanos = (int64_t)p->window_start_ns + p->realtime_off;
+		b.prof.duration_nanos = (int64_t)(p->window_end_ns - p->window_start_ns);
+	} else if (p->total) {
 		b.prof.time_nanos = (int64_t)p->first_ns + p->realtime_off;
 		b.prof.duration_nanos = (int64_t)(p->last_ns - p->first_ns + p->period_ns);
 	}

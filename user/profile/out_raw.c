@@ -335,6 +335,8 @@ int raw_stream_end(struct raw_stream *rs, const struct profile *p, const char *s
 	if (!rs->meta)
 		return 0;
 	for (uint32_t i = 0; i < p->ncomms; i++) {
+		if (!p->comms[i].name) /* labels only */
+			continue;
 		fprintf(rs->f, "#comm %u ", p->comms[i].pid);
 		put_name(rs->f, p->comms[i].name);
 		putc('\n', rs->f);

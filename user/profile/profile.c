@@ -856,26 +856,102 @@ void profile_stack_add(struct profile *p, uint32_t stack, uint64_t n)
 	p->total_ns += n * p->period_ns;
 }
 
+static struct prof_comm *comm_entry(struct profile *p, uint32_t pid)
+{
+	for (uint32_t i = 0; i < p->ncomms; i++)
+		if (p->comms[i].pid == pid)
+			return &p->comms[i];
+	if (grow((void **)&p->comms, &p->cap_comms, p->ncomms + 1, sizeof(*p->comms))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&p->comms[p->ncomms], 0, sizeof(p->comms[0]));
+	p->comms[p->ncomms].pid = pid;
+	return &p->comms[p->ncomms++];
+}
+
+/* key = value into labels[*n] (replacing key), at most max. */
+static int set_label(struct profile *p, struct prof_label *labels, uint32_t *n, uint32_t max,
+		     const char *key, const char *value)
+{
+	uint32_t k = intern_str(p, key), v = intern_str(p, value);
+
+	if (k == UINT32_MAX || v == UINT32_MAX) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (uint32_t i = 0; i < *n; i++)
+		if (labels[i].key == k) {
+			labels[i].value = v;
+			return 0;
+		}
+	if (*n >= max) {
+		errno = ENOSPC;
+		return -1;
+	}
+	labels[(*n)++] = (struct prof_label){k, v};
+	return 0;
+}
+
+int profile_set_proc_label(struct profile *p, uint32_t pid, const char *key, const char *value)
+{
+	struct prof_comm *c = comm_entry(p, pid);
+
+	return c ? set_label(p, c->labels, &c->nlabels, PROF_PROC_LABELS, key, value) : -1;
+}
+
+int profile_set_label(struct profile *p, const char *key, const char *value)
+{
+	return set_label(p, p->labels, &p->nlabels, PROF_LABELS, key, value);
+}
+
+const struct prof_label *profile_proc_labels(const struct profile *p, uint32_t pid, uint32_t *n)
+{
+	for (uint32_t i = 0; i < p->ncomms; i++)
+		if (p->comms[i].pid == pid) {
+			*n = p->comms[i].nlabels;
+			return p->comms[i].labels;
+		}
+	*n = 0;
+	return NULL;
+}
+
+void profile_set_window(struct profile *p, uint64_t start_ns, uint64_t end_ns)
+{
+	p->window_start_ns = start_ns;
+	p->window_end_ns = end_ns;
+}
+
+struct profile *profile_new_like(const struct profile *p)
+{
+	struct profile *n = profile_new(p->period_ns, p->clock);
+
+	if (!n)
+		return NULL;
+	n->max_ordered = p->max_ordered;
+	n->weighted = p->weighted;
+	n->realtime_off = p->realtime_off;
+	for (uint32_t i = 0; i < p->nlabels; i++)
+		if (profile_set_label(n, profile_str(p, p->labels[i].key),
+				      profile_str(p, p->labels[i].value))) {
+			profile_free(n);
+			return NULL;
+		}
+	return n;
+}
+
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name)
 {
 	char *copy = utf8_dup(name ? name : "");
+	struct prof_comm *c = copy ? comm_entry(p, pid) : NULL;
 
-	if (!copy)
-		return -1;
-	for (uint32_t i = 0; i < p->ncomms; i++) {
-		if (p->comms[i].pid == pid) {
-			free(p->comms[i].name);
-			p->comms[i].name = copy;
-			return 0;
-		}
-	}
-	if (grow((void **)&p->comms, &p->cap_comms, p->ncomms + 1, sizeof(*p->comms))) {
+	if (!c) {
 		free(copy);
 		errno = ENOMEM;
 		return -1;
 	}
-	p->comms[p->ncomms].pid = pid;
-	p->comms[p->ncomms++].name = copy;
+	free(c->name);
+	c->name = copy;
 	return 0;
 }
 

@@ -112,9 +112,19 @@ struct prof_thread {
 	char *name;	    /* OS thread name (comm), NULL if unknown */
 };
 
+/* Labels of a process (record: cgroup, container, python_version) or of
+ * the whole profile (host), as interned string ids: key, value. */
+#define PROF_PROC_LABELS 4
+#define PROF_LABELS	 2
+struct prof_label {
+	uint32_t key, value;
+};
+
 struct prof_comm {
 	uint32_t pid;
-	char *name;
+	char *name; /* NULL: labels only, comm unknown */
+	struct prof_label labels[PROF_PROC_LABELS];
+	uint32_t nlabels;
 };
 
 /* Open-addressed index from a hash to an id; equality is the caller's. */
@@ -159,6 +169,12 @@ struct profile {
 	int weighted;
 	uint64_t total_ns;
 	struct prof_raw *raw; /* profile_add_raw()'s memo of raw records, see profile.c */
+	/* Labels every sample carries (pprof), e.g. host. */
+	struct prof_label labels[PROF_LABELS];
+	uint32_t nlabels;
+	/* The window the profile covers (CLOCK_MONOTONIC ns; 0, 0: from the
+	 * first sample to the last), for pprof's time_nanos and duration. */
+	uint64_t window_start_ns, window_end_ns;
 };
 
 struct profile_out_opts {
@@ -226,6 +242,19 @@ struct profile_raw_stats {
 };
 void profile_raw_stats(const struct profile *p, struct profile_raw_stats *out);
 int profile_set_comm(struct profile *p, uint32_t pid, const char *name);
+/* A label of process pid's samples (key replaced if set; at most
+ * PROF_PROC_LABELS keys) or of every sample (PROF_LABELS keys): 0, or -1
+ * (ENOMEM, or ENOSPC past the bound). Strings are made valid UTF-8. */
+int profile_set_proc_label(struct profile *p, uint32_t pid, const char *key, const char *value);
+int profile_set_label(struct profile *p, const char *key, const char *value);
+/* Process pid's labels, or NULL (*n = 0). */
+const struct prof_label *profile_proc_labels(const struct profile *p, uint32_t pid, uint32_t *n);
+/* The time the profile covers, CLOCK_MONOTONIC ns (record --rotate). */
+void profile_set_window(struct profile *p, uint64_t start_ns, uint64_t end_ns);
+/* An empty profile set up as p is (period, clock, weighting, bound on the
+ * ordered samples, realtime offset, whole-profile labels): the next window
+ * of a rotation. NULL on ENOMEM. */
+struct profile *profile_new_like(const struct profile *p);
 /* Samples weigh their weight_ns (see sym_sample), and outputs write
  * nanoseconds rather than counts. Call before the first profile_add(). */
 void profile_set_weighted(struct profile *p, int on);

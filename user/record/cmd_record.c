@@ -38,6 +38,7 @@
 #include "text_escape.h"
 #include "offcpu.h"
 #include "proc.h"
+#include "rotate.h"
 
 /* -o may be given this many times: one recording, written in each format. */
 #define MAX_OUTPUTS 8
@@ -72,6 +73,7 @@ struct record_opts {
 	int cost_floor;		 /* --cost-floor */
 	int async;		 /* --async */
 	int async_all;		 /* --async-mode all */
+	struct rotate_opts rot;	 /* --rotate, --keep, --keep-bytes (rotate.h) */
 };
 
 static const char doc[] =
@@ -379,6 +381,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->sel;
+		state->child_inputs[1] = &o->rot;
 		break;
 	case ARGP_KEY_END:
 		if (!o->sel.npids && !o->sel.all && !o->cmd)
@@ -442,6 +445,7 @@ struct rec_ctx {
 	struct splice_scratch *sc;
 	uint64_t splice_causes[SPLICE__COUNT];
 	struct async_stats async; /* --async */
+	struct rotator *rot;	  /* --rotate, or NULL */
 };
 
 /* A sample of a thread still waiting for its threading name: look again
@@ -846,6 +850,20 @@ static void emit_waiting(void *ctx, const struct sym_sample *s)
 	c->samples++;
 }
 
+/* --rotate: the window ends between two records; the threads of the next
+ * one are named afresh, and the processes gone are forgotten. */
+static void cut_window(struct rec_ctx *c, int final)
+{
+	name_threads_at_end(c);
+	if (rotate_cut(c->rot, &c->prof, c->ts, mono_ns(), final)) {
+		fprintf(stderr, "bpfpy record: --rotate: out of memory, the window goes on\n");
+		return;
+	}
+	c->named = c->npend = 0;
+	c->last = NULL;
+	targets_compact(c->ts);
+}
+
 static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 {
 	struct record_opts *o = c->o;
@@ -856,7 +874,9 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 	double cpu0 = self_cpu_s(); /* loading and verifying the programs is not counted */
 	struct diag d = {0};
 
-	while (c->launch || !signals_stop_requested()) {
+	if (c->rot)
+		rotate_begin(c->rot, mono_ns());
+	while (c->launch || !rotate_stop_requested(c->rot)) {
 		double now = mono_s();
 		int wait_ms = bpf_sampler_idle_ms(s);
 
@@ -883,6 +903,8 @@ static int record_loop(struct rec_ctx *c, struct bpf_sampler *s)
 			wait_ms = until < 0 ? 0 : until < wait_ms ? (int)until : wait_ms;
 		}
 		bpf_sampler_poll(s, wait_ms, on_sample, c);
+		if (c->rot && rotate_due(c->rot, mono_ns()))
+			cut_window(c, 0);
 		now = mono_s();
 		if (now - last_scan >= SCAN_EVERY_MS / 1000.0) {
 			int alive;
@@ -966,7 +988,8 @@ static const char *common_root(const struct target_set *ts)
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {.rate_hz = 1000};
-	struct argp_child children[] = {{&target_sel_argp, 0, "Targets:", 0}, {0}};
+	struct argp_child children[] = {
+	    {&target_sel_argp, 0, "Targets:", 0}, {&rotate_argp, 0, "Agent:", 0}, {0}};
 	struct argp argp = {options, parse, NULL, doc, children, help_filter, NULL};
 	struct target_set ts = {0};
 	struct bpf_sampler *s = NULL;
@@ -985,6 +1008,12 @@ int cmd_record(int argc, char **argv)
 	/* Until sampling starts a signal ends us, removing the temp output. */
 	if (signals_install(&d))
 		return diag_report(&d);
+	if (o.rot.every_s &&
+	    (o.noutputs != 1 || (o.format && o.format->flags & PROFILE_FMT_STREAM))) {
+		fprintf(stderr, "bpfpy record: --rotate writes windows into one directory: one -o "
+				"DIR/, and -f FORMAT (not raw) for a file besides the pprof\n");
+		return EXIT_USAGE;
+	}
 	if (o.format && o.noutputs > 1) {
 		fprintf(stderr, "bpfpy record: -f goes with one -o; with several, each file's "
 				"extension names its format\n");
@@ -993,9 +1022,10 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0, have_raw = 0; i < (o.noutputs ? o.noutputs : 1); i++) {
 		const char *path = o.noutputs ? o.outputs[i] : NULL;
 
-		format = formats[i] = o.format ? o.format
-				      : path   ? profile_format_for_path(path)
-					       : profile_format_find("collapsed", 0);
+		format = formats[i] = o.format	      ? o.format
+				      : o.rot.every_s ? profile_format_find("pprof", 0)
+				      : path	      ? profile_format_for_path(path)
+						      : profile_format_find("collapsed", 0);
 		if (!format) {
 			char *known = profile_format_list(0, 1, 0);
 
@@ -1013,7 +1043,15 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	/* Refuse an unwritable or existing output before sampling anything. */
-	for (int i = 0; i < o.noutputs; i++)
+	po.threads = o.threads;
+	po.no_lines = o.no_lines;
+	po.source_root = o.source_root;
+	if (o.rot.every_s &&
+	    rotate_open(&c.rot, &o.rot, o.outputs[0], o.format, &po, o.quiet, &d)) {
+		ret = diag_report(&d);
+		goto out;
+	}
+	for (int i = 0; !c.rot && i < o.noutputs; i++)
 		if (out_file_open(&of[i], o.outputs[i], o.force, &d)) {
 			ret = diag_report(&d);
 			goto out;
@@ -1050,6 +1088,11 @@ int cmd_record(int argc, char **argv)
 	}
 	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
 	profile_set_weighted(c.prof, o.offcpu != 0);
+	if (record_label_host(c.prof, c.rot)) {
+		diag_errno(&d, ENOMEM, "record");
+		ret = diag_report(&d);
+		goto out;
+	}
 	{
 		struct bpf_sampler_opts so = {
 		    .rate_hz = o.rate_hz,
@@ -1130,8 +1173,18 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	ret = record_loop(&c, s);
+	if (c.rot) { /* the last window, then no other output */
+		if (ret == EXIT_OK)
+			cut_window(&c, 1);
+		if (!o.quiet)
+			rotate_summary(c.rot, stderr, c.samples);
+		if (ret == EXIT_OK && rotate_failed(c.rot))
+			ret = EXIT_FAIL;
+		goto out;
+	}
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
+	targets_label_profile(&ts, c.prof); /* ENOMEM: the labels are missing */
 	po.source_root = o.source_root ? o.source_root : common_root(&ts);
 	name_threads_at_end(&c);
 	/* Raw's trailer: the names, now final, that the other formats print. */
@@ -1172,6 +1225,7 @@ out:
 			ret = launch_exit_code(&l);
 		launch_end(&l);
 	}
+	rotate_close(c.rot);
 	bpf_sampler_close(s);
 	targets_free(&ts);
 	profile_free(c.prof);

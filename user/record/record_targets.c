@@ -87,6 +87,15 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		n = readlink(link, t->root, sizeof(t->root));
 		t->root[n > 0 && (size_t)n < sizeof(t->root) ? n : 0] = 0;
 	}
+	{
+		char cg[sizeof(t->cgroup)];
+
+		if (proc_cgroup(pid, cg, sizeof(cg)) == 0) {
+			text_escape(t->cgroup, sizeof(t->cgroup), cg, 0);
+			if (!cgroup_container_id(cg, t->container, sizeof(t->container)))
+				t->container[0] = 0;
+		}
+	}
 	t->since_ns = mono_ns();
 	t->cache = code_cache_new(&t->proc->mem, &t->proc->cfg.off, 0);
 	if (!t->cache) {
@@ -460,6 +469,75 @@ size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_ou
 	*live_out = live;
 	*peak_out = ts->cache_peak;
 	return total;
+}
+
+/* The target of pid's samples in a profile: the live one, else the one
+ * registered last (a PID reused within one window keeps the first's). */
+static struct rec_target *target_of_pid(struct target_set *ts, pid_t pid)
+{
+	struct rec_target *best = NULL;
+
+	for (int i = 0; i < ts->n; i++)
+		if (ts->t[i]->pid == pid && (!best || ts->t[i]->since_ns > best->since_ns))
+			best = ts->t[i];
+	return best;
+}
+
+int targets_label_profile(struct target_set *ts, struct profile *p)
+{
+	uint32_t last = 0;
+
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		uint32_t pid = p->threads[i].pid;
+		struct rec_target *t;
+
+		if (i && pid == last)
+			continue;
+		last = pid;
+		uint32_t nl;
+
+		if ((profile_proc_labels(p, pid, &nl) && nl) ||
+		    !(t = target_of_pid(ts, (pid_t)pid)))
+			continue;
+		if ((!profile_comm(p, pid) && profile_set_comm(p, pid, t->comm)) ||
+		    profile_set_proc_label(p, pid, "python_version", t->version) ||
+		    (t->cgroup[0] && profile_set_proc_label(p, pid, "cgroup", t->cgroup)) ||
+		    (t->container[0] && profile_set_proc_label(p, pid, "container", t->container)))
+			return -1;
+	}
+	return 0;
+}
+
+void targets_compact(struct target_set *ts)
+{
+	int k = 0;
+
+	for (int i = 0; i < ts->n; i++) {
+		struct rec_target *t = ts->t[i];
+
+		if (!t->exited) {
+			ts->t[k++] = t;
+			continue;
+		}
+		ts->gone++;
+		ts->gone_samples += t->samples;
+		ts->gone_errors += t->errors;
+		if (t->proc) /* released when it exited, unless it never was */
+			release(ts, t);
+		free(t);
+	}
+	ts->n = k;
+	k = 0;
+	for (int i = 0; i < ts->nseen; i++) {
+		struct seen_pid *s = &ts->seen[i];
+
+		/* Gone (or reused: met afresh then) and not being retried. */
+		if (s->tries <= 0 || s->tries >= NOT_READY_TRIES)
+			if (proc_starttime(s->pid) != s->starttime)
+				continue;
+		ts->seen[k++] = *s;
+	}
+	ts->nseen = k;
 }
 
 void targets_free(struct target_set *ts)

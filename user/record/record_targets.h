@@ -17,6 +17,7 @@
 #include "diag.h"
 #include "py_process.h"
 #include "py_threads.h"
+#include "profile.h"
 
 enum target_state {
 	TARGET_LIVE = 0,
@@ -42,6 +43,10 @@ struct rec_target {
 	/* readlink /proc/PID/root at registration ("/" on the host; empty if
 	 * longer than this): record's default --source-root. */
 	char root[256];
+	/* Its cgroup (escaped: text_escape; cut at this size) and the
+	 * container that names, if any: read once, at registration; pprof
+	 * labels cgroup and container. */
+	char cgroup[256], container[65];
 	int exited; /* enum target_state */
 	/* Its threading names as last read (py_threads.h), while it lives. */
 	struct py_tnames tnames;
@@ -83,6 +88,10 @@ struct target_set {
 	unsigned reaps;
 	struct pollfd *polls; /* targets_reap's, one per live target with a pidfd */
 	int polls_cap;
+	/* Targets freed by targets_compact (record --rotate): their count and
+	 * totals, for the summary. */
+	int gone;
+	uint64_t gone_samples, gone_errors;
 };
 
 /* Add one PID given on the command line: errors are the caller's to report. */
@@ -114,6 +123,15 @@ int targets_symbolize(struct rec_target *t, const struct sample_hdr *h,
  * the kernel's copy (code_cache_stats.lines_cut, lines_cut_copy). */
 size_t targets_cache_usage(struct target_set *ts, int *live_out, size_t *peak_out,
 			   uint64_t lines_cut_out[2]);
+/* Give p the comm and labels (cgroup, container, python_version) of every
+ * target with threads in it, exited ones too while they are still in ts:
+ * 0, or -1 on ENOMEM. */
+int targets_label_profile(struct target_set *ts, struct profile *p);
+/* Free the targets that exited (their samples and errors are added to
+ * gone_*) and forget the non-Python PIDs that are gone: what a recording
+ * of days keeps is then its live processes, not every one it met. Any
+ * rec_target pointer held elsewhere is invalid after this. */
+void targets_compact(struct target_set *ts);
 void targets_free(struct target_set *ts);
 
 #endif /* RECORD_TARGETS_H */

@@ -38,6 +38,115 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return n ? (ssize_t)n : -1;
 }
 
+int proc_cgroup_parse(const char *text, char *buf, size_t len)
+{
+	const char *line = text, *pick = NULL, *pick_end = NULL;
+
+	if (!len)
+		return -1;
+	/* "hierarchy-ID:controllers:path" per line; v2's is "0::path". */
+	while (line && *line) {
+		const char *end = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2, *path;
+
+		if (!end)
+			end = line + strlen(line);
+		c2 = c1 && c1 < end ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+		if (c2) {
+			path = c2 + 1;
+			if (!strncmp(line, "0::", 3)) {
+				pick = path, pick_end = end;
+				break;
+			}
+			if (!pick || (pick_end - pick == 1 && *pick == '/'))
+				pick = path, pick_end = end;
+		}
+		line = *end ? end + 1 : NULL;
+	}
+	if (!pick)
+		return -1;
+	snprintf(buf, len, "%.*s", (int)(pick_end - pick), pick);
+	return 0;
+}
+
+int proc_cgroup(pid_t pid, char *buf, size_t len)
+{
+	char path[64], text[4096];
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (read_small(path, text, sizeof(text)) < 0)
+		return -1;
+	return proc_cgroup_parse(text, buf, len);
+}
+
+/* 64 lowercase hex digits at s, and then end (the component's end). */
+static int hex64_at(const char *s, const char *end)
+{
+	if (end - s != 64)
+		return 0;
+	for (; s < end; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* The ID in one component [s, end), given its parent's name [ps, pend). */
+static const char *component_id(const char *s, const char *end, const char *ps, const char *pend)
+{
+	static const char *const prefixes[] = {"docker-", "cri-containerd-", "crio-", "libpod-"};
+	size_t n = (size_t)(end - s), sfx = strlen(".scope");
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i]);
+
+		if (n == pl + 64 + sfx && !strncmp(s, prefixes[i], pl) &&
+		    !strncmp(end - sfx, ".scope", sfx) && hex64_at(s + pl, end - sfx))
+			return s + pl;
+	}
+	/* A bare ID under a runtime's own directory (cgroupfs drivers):
+	 * /docker/ID, /libpod_parent/libpod-.../ID, /kubepods/.../podUID/ID. */
+	if (hex64_at(s, end) && ps) {
+		size_t pn = (size_t)(pend - ps);
+
+		if ((pn == 6 && !strncmp(ps, "docker", 6)) || (pn >= 3 && !strncmp(ps, "pod", 3)) ||
+		    (pn >= 6 && !strncmp(ps, "libpod", 6)) ||
+		    (pn >= 8 && !strncmp(ps, "kubepods", 8)) || memmem(ps, pn, "kubepods", 8))
+			return s;
+	}
+	return NULL;
+}
+
+int cgroup_container_id(const char *path, char *id, size_t len)
+{
+	const char *end = path + strlen(path);
+
+	if (len < 65)
+		return 0;
+	/* From the leaf up: the innermost component that names one. */
+	while (end > path) {
+		const char *s = end, *ps, *found;
+
+		while (s > path && s[-1] != '/')
+			s--;
+		ps = s > path ? s - 1 : NULL; /* the '/' before s */
+		if (ps) {
+			const char *pend = ps;
+
+			while (ps > path && ps[-1] != '/')
+				ps--;
+			found = component_id(s, end, ps, pend);
+		} else {
+			found = component_id(s, end, NULL, NULL);
+		}
+		if (found) {
+			memcpy(id, found, 64);
+			id[64] = 0;
+			return 1;
+		}
+		end = s > path ? s - 1 : path;
+	}
+	return 0;
+}
+
 int proc_stat_parse(const char *line, struct proc_stat *st)
 {
 	const char *p = strrchr(line, ')');

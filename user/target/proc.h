@@ -73,6 +73,31 @@ int proc_self_cap_eff(uint64_t *eff);
 /* 1 if we hold capability cap (CAP_* number) in our effective set. */
 int proc_self_has_cap(int cap);
 
+/*
+ * The cgroup a process is in, as the host sees it: the cgroup v2 line
+ * ("0::/system.slice/docker-ID.scope") of /proc/PID/cgroup, else (a v1
+ * host) the first controller line whose path is not "/", else "/". Into
+ * buf (at most len - 1 bytes of it; /proc/PID/cgroup is read at most 4 KiB).
+ * The path holds what its creators named it: any byte but '/' and NUL,
+ * newlines too (escape it). 0, or -1 if the process is gone or the file
+ * holds no cgroup line.
+ */
+int proc_cgroup(pid_t pid, char *buf, size_t len);
+/* The same from the file's text (for tests). */
+int proc_cgroup_parse(const char *text, char *buf, size_t len);
+/*
+ * The container a cgroup path names, by the shapes the runtimes give it
+ * (the path component nearest the leaf that has one wins, so a systemd
+ * inside the container, ".../docker-ID.scope/init.scope", still names
+ * ID): docker-ID.scope (docker with systemd), /docker/ID (cgroupfs),
+ * cri-containerd-ID.scope and crio-ID.scope (Kubernetes under systemd),
+ * libpod-ID.scope (podman; libpod-conmon-ID.scope is its monitor, not the
+ * container), and a bare ID component below kubepods, docker or libpod
+ * (cgroupfs drivers). ID is 64 lowercase hex digits, nothing else. Into
+ * id (at least 65 bytes): 1 when found, 0 when not.
+ */
+int cgroup_container_id(const char *path, char *id, size_t len);
+
 /* kernel.yama.ptrace_scope (0-3), or -1 without Yama. */
 int proc_yama_ptrace_scope(void);
 
