@@ -407,7 +407,10 @@ int rotate_cut(struct rotator *r, struct profile **prof, struct target_set *ts, 
 	       int final)
 {
 	struct profile *old = *prof, *fresh = final ? NULL : profile_new_like(old);
-	time_t when = (time_t)(((int64_t)r->start_ns + old->realtime_off) / 1000000000);
+	/* Named by its start on the schedule, not by when the loop got to it:
+	 * names a second or more apart, even when a cut comes late. */
+	time_t when = (time_t)(((int64_t)(r->due_ns - r->every_ns) + old->realtime_off) /
+			       1000000000);
 	struct tm tm;
 	sigset_t all, prev;
 	int rc;
