@@ -103,7 +103,10 @@ static void on_signal(int sig)
 	int saved = errno;
 
 	if (graceful && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) {
-		stop_requested = sig; /* which one: record -- CMD forwards it */
+		/* Which one: record -- CMD forwards it. A HUP (record --rotate
+		 * takes it as "check DIR again") never hides an INT or TERM. */
+		if (sig != SIGHUP || !stop_requested)
+			stop_requested = sig;
 		errno = saved;
 		return;
 	}

@@ -181,6 +181,17 @@ static const char doc[] =
     "full), 'N without storage' (no task storage could be made), 'in-kernel X us per target "
     "switch-out' (walk and store); and 'off-CPU time kept:' the seconds by reason. With "
     "--gil: how many samples of threads not holding the GIL were dropped.\n"
+    "AGENT. --rotate SECONDS -o DIR/ writes one pprof per window (and -f FORMAT's file, same "
+    "stem), DIR/bpfpy-%Y%m%dT%H%M%SZ-HOST.pb.gz, named by the window's start (UTC), dated "
+    "by it (time_nanos, duration_nanos); sampling goes on while a window is written. "
+    "--keep N, --keep-bytes B remove the oldest windows' files (only regular files of that "
+    "pattern and host). SIGHUP checks DIR and the host name again and goes on; INT and TERM "
+    "write the last window and end. pprof samples carry the labels host, pid, comm, "
+    "python_version, cgroup (the process's, at registration) and container (where the "
+    "cgroup names one: docker, containerd, CRI-O, podman). Summary line 'rotate:': windows "
+    "written, their samples and those without frames (never drawn), what the run counted "
+    "(their sum), windows that failed and their samples, old files removed; and '... N "
+    "processes exited in earlier windows' (freed at a window's end). docs/agent.md.\n"
     "LAUNCH. bpfpy record [OPTIONS] -- CMD ARGS... runs CMD (no shell, argv as given, "
     "bpfpy's own user: root under sudo) in a process group of its own that gets the "
     "terminal, and samples it from its first instruction of Python, through its execs "
@@ -716,6 +727,11 @@ static void print_target_rows(const struct target_set *ts)
 			"  ... %d more processes, fewer samples each: %llu samples, %llu errors\n",
 			n - shown, (unsigned long long)more_samples,
 			(unsigned long long)more_errors);
+	if (ts->gone) /* --rotate: freed at a window's end */
+		fprintf(stderr,
+			"  ... %d processes exited in earlier windows: %llu samples, %llu errors\n",
+			ts->gone, (unsigned long long)ts->gone_samples,
+			(unsigned long long)ts->gone_errors);
 	free(sorted);
 }
 
