@@ -28,7 +28,7 @@ fuzz_src_walker := user/python/stack_reader.c user/target/mem_reader.c user/pyth
 
 FUZZ_BINS := $(addprefix $(FUZZ_OUT)/fuzz_,$(FUZZ_TARGETS))
 
-.PHONY: fuzz fuzz-build fuzz-smoke fuzz-seeds soak
+.PHONY: fuzz fuzz-build fuzz-smoke fuzz-seeds soak soak-record
 
 $(FUZZ_OUT):
 	@mkdir -p $@
@@ -53,5 +53,12 @@ fuzz-seeds: | $(FUZZ_OUT)
 	@mkdir -p tests/fuzz/corpus/walker
 	$(FUZZ_OUT)/walker_seeds tests/fuzz/corpus/walker
 
+# The agent's soak (scripts/soak_agent.sh): an hour of record -a --rotate 60
+# over churning processes, RSS, fds and caches per window; a short run:
+# make soak SOAK_WINDOWS=8 SOAK_ROTATE=5. soak-record: the plain record -a
+# one (scripts/soak.sh, SOAK_SECONDS).
 soak: all
+	@OUT=$(OUT) scripts/soak_agent.sh
+
+soak-record: all
 	@OUT=$(OUT) scripts/soak.sh

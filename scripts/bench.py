@@ -63,6 +63,9 @@ EXTRA_ROW_SCRIPTS = [
     # without an in-process sys.monitoring tracer, the loop's throughput
     # under each, and trace's overhead once its probes are detached
     ("scripts/bench_observer.py", 300, ["--json"]),
+    # the agent: record -a -F 19 --rotate over 50 and 200 idle-ish processes,
+    # bpfpy's CPU and the in-kernel time per hour (scripts/bench_agent.py)
+    ("scripts/bench_agent.py", 1800, ["--json"]),
 ]
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,

@@ -25,7 +25,7 @@
  * foreign files must not stall the writer for long. */
 #define PRUNE_MAX 100000
 
-enum { OPT_ROTATE = 400, OPT_KEEP, OPT_KEEP_BYTES };
+enum { OPT_ROTATE = 400, OPT_KEEP, OPT_KEEP_BYTES, OPT_WINDOW_STATS };
 
 static const struct argp_option rotate_options[] = {
     {"rotate", OPT_ROTATE, "SECONDS", 0,
@@ -37,6 +37,10 @@ static const struct argp_option rotate_options[] = {
     {"keep-bytes", OPT_KEEP_BYTES, "BYTES", 0,
      "--rotate: keep DIR's bpfpy files under BYTES (k, M, G suffixes; the newest window "
      "always stays)",
+     0},
+    {"window-stats", OPT_WINDOW_STATS, NULL, 0,
+     "--rotate: a line on stderr at each window's end: its samples, bpfpy's RSS and open "
+     "fds, targets live and freed, code objects cached, the window's stacks (make soak)",
      0},
     {0},
 };
@@ -87,9 +91,13 @@ static error_t rotate_parse(int key, char *arg, struct argp_state *state)
 		if (!o->keep_bytes)
 			argp_error(state, "invalid --keep-bytes '%s' (e.g. 500M)", arg);
 		break;
+	case OPT_WINDOW_STATS:
+		o->stats = 1;
+		break;
 	case ARGP_KEY_END:
-		if ((o->keep || o->keep_bytes) && !o->every_s)
-			argp_error(state, "--keep and --keep-bytes go with --rotate");
+		if ((o->keep || o->keep_bytes || o->stats) && !o->every_s)
+			argp_error(state,
+				   "--keep, --keep-bytes and --window-stats go with --rotate");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -123,7 +131,52 @@ struct rotator {
 	/* Written by the thread, read after a join. */
 	unsigned written, failed, pruned;
 	uint64_t samples, empty, lost_samples;
+	unsigned cuts;
 };
+
+/* VmRSS of /proc/self/status, kB; -1 if unreadable. */
+static long self_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static int self_fds(void)
+{
+	DIR *dp = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	while (dp && (de = readdir(dp)))
+		n += de->d_name[0] != '.';
+	if (dp)
+		closedir(dp);
+	return dp ? n - 1 : -1; /* not the one opendir holds */
+}
+
+/* --window-stats: what a recording of days must keep flat. */
+static void window_stats(struct rotator *r, const struct profile *p, struct target_set *ts)
+{
+	uint64_t cut[2];
+	size_t peak, cached = targets_cache_usage(ts, &(int){0}, &peak, cut);
+	int live = 0;
+
+	for (int i = 0; i < ts->n; i++)
+		live += !ts->t[i]->exited;
+	fprintf(stderr,
+		"bpfpy record: window %u %s: %llu samples, %u stacks; RSS %ld kB, %d fds; "
+		"targets %d live, %d freed; code cache %zu objects (largest %zu)\n",
+		++r->cuts, r->job.stamp, (unsigned long long)p->total, p->nstacks, self_rss_kb(),
+		self_fds(), live, ts->gone, cached, peak);
+}
 
 /* The host name, escaped for the label and cleaned for a file name. */
 static void read_host(struct rotator *r)
@@ -409,8 +462,8 @@ int rotate_cut(struct rotator *r, struct profile **prof, struct target_set *ts, 
 	struct profile *old = *prof, *fresh = final ? NULL : profile_new_like(old);
 	/* Named by its start on the schedule, not by when the loop got to it:
 	 * names a second or more apart, even when a cut comes late. */
-	time_t when = (time_t)(((int64_t)(r->due_ns - r->every_ns) + old->realtime_off) /
-			       1000000000);
+	time_t when =
+	    (time_t)(((int64_t)(r->due_ns - r->every_ns) + old->realtime_off) / 1000000000);
 	struct tm tm;
 	sigset_t all, prev;
 	int rc;
@@ -427,6 +480,8 @@ int rotate_cut(struct rotator *r, struct profile **prof, struct target_set *ts, 
 	snprintf(r->job.stem, sizeof(r->job.stem), "bpfpy-%s-%s", r->job.stamp, r->host_file);
 	r->job.prof = old;
 	r->start_ns = now_ns;
+	if (r->o.stats)
+		window_stats(r, old, ts);
 	/* On the window's own schedule; one that fell far behind restarts. */
 	r->due_ns += r->every_ns;
 	if (r->due_ns <= now_ns)

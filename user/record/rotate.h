@@ -32,6 +32,7 @@ struct rotate_opts {
 	double every_s;	     /* --rotate SECONDS; 0: one profile at the end */
 	unsigned keep;	     /* --keep N windows; 0: no bound */
 	uint64_t keep_bytes; /* --keep-bytes B; 0: no bound */
+	int stats;	     /* --window-stats */
 };
 
 /* The options, as an argp child (input: struct rotate_opts). */
