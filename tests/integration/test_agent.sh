@@ -3,7 +3,7 @@
 # processes of two interpreters that start and exit all the time, one
 # long-lived one in a cgroup shaped like docker's (docker-ID.scope).
 #
-# Run A (--rotate 2, 9 s, SIGHUP at 3 s): it survives the HUP; each window
+# Run A (--rotate 2, 10 s, SIGHUP once the first window is written): it survives the HUP; each window
 # is one file loadable by `go tool pprof -raw`; the windows' sample counts
 # add up to what the run counted (the summary's "rotate:" line, which the
 # per-window "wrote" lines must also add up to); the windows follow one
@@ -64,7 +64,7 @@ echo victim >"$TMP/victim"
 ln -s "$TMP/victim" "$B/bpfpy-20000101T000000Z-$HOST.pb.gz"
 echo notes >"$B/notes.txt"
 
-timeout 40 "$BPFPY" record -a --rotate 2 -F 97 -d 9 -o "$A/" 2>"$TMP/a.err" &
+timeout 40 "$BPFPY" record -a --rotate 2 -F 97 -d 10 -o "$A/" 2>"$TMP/a.err" &
 RA=$!
 timeout 40 "$BPFPY" record -a --rotate 1 --keep 2 -F 97 -d 6 -f collapsed -o "$B" \
 	2>"$TMP/b.err" &
@@ -108,8 +108,10 @@ if not m:
     sys.exit(1)
 windows, written, empty, counted = map(int, m.groups())
 wrote = [int(x) for x in re.findall(r"wrote \S+\.pb\.gz \((\d+) samples", err)]
-if len(files) != windows or windows < 4:
-    bad("%d files, %d windows written (9 s in windows of 2 s: 5)" % (len(files), windows))
+# 10 s in windows of 2 s make 5 or 6; a loaded machine may make the loop
+# late, never the count of windows wrong: at least 3, one file each.
+if len(files) != windows or windows < 3:
+    bad("%d files, %d windows written (10 s in windows of 2 s)" % (len(files), windows))
 else:
     print("ok: %d window files" % len(files))
 if sum(wrote) != written or written + empty != counted:

@@ -1104,7 +1104,9 @@ int cmd_record(int argc, char **argv)
 	}
 	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
 	profile_set_weighted(c.prof, o.offcpu != 0);
-	if (record_label_host(c.prof, c.rot)) {
+	/* The fleet's labels go with --rotate only: raw's trailer does not
+	 * carry them yet, and convert must rebuild record's pprof exactly. */
+	if (c.rot && record_label_host(c.prof, c.rot)) {
 		diag_errno(&d, ENOMEM, "record");
 		ret = diag_report(&d);
 		goto out;
@@ -1200,7 +1202,6 @@ int cmd_record(int argc, char **argv)
 	}
 	for (int i = 0; i < ts.n; i++)
 		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
-	targets_label_profile(&ts, c.prof); /* ENOMEM: the labels are missing */
 	po.source_root = o.source_root ? o.source_root : common_root(&ts);
 	name_threads_at_end(&c);
 	/* Raw's trailer: the names, now final, that the other formats print. */

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,8 +40,9 @@ static const struct argp_option rotate_options[] = {
      "always stays)",
      0},
     {"window-stats", OPT_WINDOW_STATS, NULL, 0,
-     "--rotate: a line on stderr at each window's end: its samples, bpfpy's RSS and open "
-     "fds, targets live and freed, code objects cached, the window's stacks (make soak)",
+     "--rotate: a line on stderr at each window's end: its samples, bpfpy's CPU since the "
+     "last window's end (the first: since the start), RSS and open fds, targets live and freed, "
+     "code objects cached, the window's stacks (make soak)",
      0},
     {0},
 };
@@ -132,7 +134,19 @@ struct rotator {
 	unsigned written, failed, pruned;
 	uint64_t samples, empty, lost_samples;
 	unsigned cuts;
+	double cpu_s; /* our CPU at the last cut, for --window-stats */
 };
+
+/* bpfpy's CPU so far, user and system, every thread. */
+static double self_cpu(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 /* VmRSS of /proc/self/status, kB; -1 if unreadable. */
 static long self_rss_kb(void)
@@ -167,15 +181,21 @@ static void window_stats(struct rotator *r, const struct profile *p, struct targ
 {
 	uint64_t cut[2];
 	size_t peak, cached = targets_cache_usage(ts, &(int){0}, &peak, cut);
+	double cpu = self_cpu(), dur = (p->window_end_ns - p->window_start_ns) / 1e9;
 	int live = 0;
 
 	for (int i = 0; i < ts->n; i++)
 		live += !ts->t[i]->exited;
+	/* The CPU since the last cut: the window's draining and naming, and
+	 * the writing of the window before it (the first one: the start). */
 	fprintf(stderr,
-		"bpfpy record: window %u %s: %llu samples, %u stacks; RSS %ld kB, %d fds; "
-		"targets %d live, %d freed; code cache %zu objects (largest %zu)\n",
-		++r->cuts, r->job.stamp, (unsigned long long)p->total, p->nstacks, self_rss_kb(),
-		self_fds(), live, ts->gone, cached, peak);
+		"bpfpy record: window %u %s: %llu samples, %u stacks; CPU %.3f s (%.3f%% of a "
+		"core); RSS %ld kB, %d fds; targets %d live, %d freed; code cache %zu objects "
+		"(largest %zu)\n",
+		++r->cuts, r->job.stamp, (unsigned long long)p->total, p->nstacks, cpu - r->cpu_s,
+		dur > 0 ? 100 * (cpu - r->cpu_s) / dur : 0.0, self_rss_kb(), self_fds(), live,
+		ts->gone, cached, peak);
+	r->cpu_s = cpu;
 }
 
 /* The host name, escaped for the label and cleaned for a file name. */
@@ -276,12 +296,20 @@ int rotate_stop_requested(struct rotator *r)
 	return sig;
 }
 
+static void join_writer(struct rotator *r)
+{
+	if (r->running)
+		pthread_join(r->thread, NULL);
+	r->running = 0;
+}
+
 int rotate_due(struct rotator *r, uint64_t now_ns)
 {
 	if (r->hup) {
 		struct diag d = {0};
 
 		r->hup = 0;
+		join_writer(r); /* its prune reads host_file */
 		read_host(r);
 		if (check_dir(r->dir, &d)) {
 			fputs("bpfpy record: SIGHUP: ", stderr);
@@ -447,13 +475,6 @@ static void *write_job(void *arg)
 	profile_free(j->prof);
 	j->prof = NULL;
 	return NULL;
-}
-
-static void join_writer(struct rotator *r)
-{
-	if (r->running)
-		pthread_join(r->thread, NULL);
-	r->running = 0;
 }
 
 int rotate_cut(struct rotator *r, struct profile **prof, struct target_set *ts, uint64_t now_ns,
