@@ -64,9 +64,9 @@ echo victim >"$TMP/victim"
 ln -s "$TMP/victim" "$B/bpfpy-20000101T000000Z-$HOST.pb.gz"
 echo notes >"$B/notes.txt"
 
-timeout 40 "$BPFPY" record -a --rotate 2 -F 97 -d 10 -o "$A/" 2>"$TMP/a.err" &
+timeout 120 "$BPFPY" record -a --rotate 2 -F 97 -d 10 -o "$A/" 2>"$TMP/a.err" &
 RA=$!
-timeout 40 "$BPFPY" record -a --rotate 1 --keep 2 -F 97 -d 6 -f collapsed -o "$B" \
+timeout 120 "$BPFPY" record -a --rotate 1 --keep 2 -F 97 -d 6 -f collapsed -o "$B" \
 	2>"$TMP/b.err" &
 RB=$!
 PIDS+=("$RA" "$RB")
@@ -78,9 +78,9 @@ for ((i = 0; i < 300; i++)); do
 	sleep 0.1
 done
 kill -HUP "$RA"
-wait_bounded "$RA" 30
+wait_bounded "$RA" 110
 rca=$?
-wait_bounded "$RB" 30
+wait_bounded "$RB" 110
 rcb=$?
 kill "$CHURN" 2>/dev/null
 wait "$CHURN" 2>/dev/null

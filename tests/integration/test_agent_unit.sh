@@ -54,7 +54,7 @@ for ((i = 0; i < 300; i++)); do
 	sleep 0.1
 done
 kill -TERM "$AG" 2>/dev/null
-wait_bounded "$AG" 30
+wait_bounded "$AG" 90
 rc=$?
 [ "$rc" = 0 ] && ok "the unit's command, capabilities $setcaps as uid 65534: exit 0" ||
 	bad "rc $rc: $(tail -5 "$TMP/agent.err")"
