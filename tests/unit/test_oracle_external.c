@@ -88,6 +88,43 @@ static const struct {
     {"f:99999999999@x.py", "f:99999999999@x.py", 0, NULL},
 };
 
+/* Task marks over the wire: "[task NAME]" raw, NAME %XX-escaped, the
+ * awaiter counts of record --async and Tachyon dropped; "%5Btask x]" is a
+ * function of that name, not a mark. */
+static void task_marks(void **state)
+{
+	struct rule_frame fr[MAXF];
+	struct ext_line el;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(
+	    parse("tid=7 [task Task-1];main:43@m.py;[task w%3B1 (3 parents)];worker:9@m.py;"
+		  "[task fetch (2 awaiters)];fetch:20@m.py",
+		  buf, sizeof(buf), &el, fr),
+	    EXT_STACK);
+	assert_int_equal(el.nframes, 6);
+	assert_string_equal(fr[0].name, "fetch");
+	assert_false(fr[0].task);
+	assert_true(fr[1].task);
+	assert_string_equal(fr[1].name, "fetch");
+	assert_null(fr[1].file);
+	assert_string_equal(fr[3].name, "w;1");
+	assert_true(fr[3].task);
+	assert_true(fr[5].task);
+	assert_string_equal(fr[5].name, "Task-1");
+	/* not marks: an escaped '[', a count that is not one, no name */
+	assert_int_equal(
+	    parse("%5Btask x]:3@m.py;[task a (2 cats)];[task ]", buf, sizeof(buf), &el, fr),
+	    EXT_STACK);
+	assert_int_equal(el.nframes, 3);
+	assert_false(fr[2].task);
+	assert_string_equal(fr[2].name, "[task x]");
+	assert_true(fr[1].task);
+	assert_string_equal(fr[1].name, "a (2 cats)");
+	assert_false(fr[0].task);
+}
+
 static void one_frame_forms(void **state)
 {
 	struct rule_frame fr[MAXF];
@@ -213,6 +250,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(new_and_old_forms),
 	    cmocka_unit_test(one_frame_forms),
+	    cmocka_unit_test(task_marks),
 	    cmocka_unit_test(hostile_numbers),
 	    cmocka_unit_test(hostile_long_line),
 	    cmocka_unit_test(unknown_file_matches_any_file_condition),

@@ -97,11 +97,15 @@ static void zero_rate_is_always_due(void **state)
 
 static void key_is_leaf_first_name_line(void **state)
 {
-	struct rule_frame f[] = {{"leaf_a", "x.py", 10},
-				 {"hot_a", "x.py", 12},
-				 {"main", NULL, 18},
-				 {"<module>", "", 24}};
-	struct rule_frame odd[] = {{"we;ird", "x.py", 0}, {NULL, NULL, 3}};
+	struct rule_frame f[] = {{"leaf_a", "x.py", 10, 0},
+				 {"hot_a", "x.py", 12, 0},
+				 {"main", NULL, 18, 0},
+				 {"<module>", "", 24, 0}};
+	struct rule_frame odd[] = {{"we;ird", "x.py", 0, 0}, {NULL, NULL, 3, 0}};
+	struct rule_frame tasks[] = {{"fetch", "x.py", 5, 0},
+				     {"fetch-1", NULL, 0, 1},
+				     {"main", "x.py", 9, 0},
+				     {"Task;1", NULL, 0, 1}};
 	char buf[128], small[12];
 
 	(void)state;
@@ -110,6 +114,11 @@ static void key_is_leaf_first_name_line(void **state)
 	assert_string_equal(buf, "leaf_a:10;hot_a:12;main:18;<module>:24");
 	oracle_key_build(odd, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "we:ird:?;?:3");
+	/* task marks: "[task NAME]", no line, the name escaped like any */
+	oracle_key_build(tasks, 4, buf, sizeof(buf));
+	assert_string_equal(buf, "fetch:5;[task fetch-1];main:9;[task Task:1]");
+	assert_int_equal(oracle_key_build(tasks, 4, small, sizeof(small)), -1);
+	assert_true(strlen(small) < sizeof(small));
 	assert_int_equal(oracle_key_build(f, 0, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "");
 	assert_int_equal(oracle_key_build(f, 4, small, sizeof(small)), -1);

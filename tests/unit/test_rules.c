@@ -73,7 +73,8 @@ struct stack {
 /*
  * Build a stack from "root ... leaf" items "name[@file][:line]"; a plain
  * name is in the case's own file (own), given under a directory as a
- * sampler would report it. "name*K" repeats a frame K times.
+ * sampler would report it. "name*K" repeats a frame K times. "task=NAME"
+ * is an async sampler's [task NAME] mark.
  */
 static void build(struct stack *s, const char *own, const char *spec)
 {
@@ -84,8 +85,17 @@ static void build(struct stack *s, const char *own, const char *spec)
 	snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		char *star = strrchr(tok, '*'), *colon, *at;
-		int rep = 1, line = 0, k;
+		int rep = 1, line = 0, k, task = !strncmp(tok, "task=", 5);
 
+		if (task) {
+			assert_true(n < MAXF);
+			snprintf(s->names[n], sizeof(s->names[n]), "%s", tok + 5);
+			s->files[n][0] = 0;
+			root[n].line = 0;
+			root[n].task = 1;
+			n++;
+			continue;
+		}
 		if (star && star[1] >= '0' && star[1] <= '9') {
 			rep = atoi(star + 1);
 			*star = '\0';
@@ -104,6 +114,7 @@ static void build(struct stack *s, const char *own, const char *spec)
 			snprintf(s->files[n], sizeof(s->files[n]), "%s%s",
 				 at && strchr(at, '/') ? "" : "/opt/cases/", at ? at : own);
 			root[n].line = line;
+			root[n].task = 0;
 			n++;
 		}
 	}
@@ -112,6 +123,7 @@ static void build(struct stack *s, const char *own, const char *spec)
 		s->f[i].name = s->names[n - 1 - i];
 		s->f[i].file = s->files[n - 1 - i];
 		s->f[i].line = root[n - 1 - i].line;
+		s->f[i].task = root[n - 1 - i].task;
 	}
 	s->n = n;
 }
@@ -539,6 +551,64 @@ static void test_pattern_item_cap(void **state)
 	free(text);
 }
 
+/* task:GLOB takes a [task NAME] mark and nothing else; ".", "*" take
+ * marks too, "~" and names never do. */
+static void test_task_items(void **state)
+{
+	const char *text = "allow <module> ~+ main\n"
+			   "allow task:Task-1 main task:worker-[0-9] worker task:fetch-[0-9] fetch "
+			   "crunch?\n"
+			   "allow task:Task-1 main ~*\n"
+			   "allow task: . task:+ fetch\n"
+			   "deny [crunch of a worker task] * task:worker-[0-9] crunch\n"
+			   "deny [loop frames in a task] * task: * run_once@base_events.py *\n";
+	struct rules *r = NULL;
+	struct diag d = {0};
+
+	(void)state;
+	assert_int_equal(rules_parse(text, "t.rules", "t.py", &r, &d), 0);
+	POSSIBLE(r, NULL, "<module> run@runners.py main", 1, PY312);
+	POSSIBLE(r, NULL, "task=Task-1 main task=worker-3 worker task=fetch-3 fetch crunch", 1,
+		 PY312);
+	POSSIBLE(r, NULL, "task=Task-1 main task=worker-3 worker task=fetch-3 fetch", 1, PY312);
+	POSSIBLE(r, NULL, "task=Task-1 main sleep@tasks.py", 1, PY312);
+	/* task: (any task), task:+ (one or more) */
+	POSSIBLE(r, NULL, "task=x main task=y task=z fetch", 1, PY312);
+	/* "~" does not take a mark: the loop's frames never hide a task */
+	IMPOSSIBLE(r, NULL, "task=Task-1 task=worker-3 worker", 1, PY312, "no allow rule");
+	/* a mark is no name, and a name no mark */
+	IMPOSSIBLE(r, NULL, "task=Task-1 main worker-3 worker task=fetch-3 fetch", 1, PY312,
+		   "no allow rule");
+	IMPOSSIBLE(r, NULL, "main main", 1, PY312, "no allow rule");
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=worker-2 crunch", 1, PY312,
+		   "crunch of a worker task");
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=x run_once@base_events.py task=fetch-1 fetch", 1,
+		   PY312, "loop frames in a task");
+	rules_free(r);
+
+	/* The shipped async case: a rare task running the hot leaf, and the
+	 * reverse, are impossible under task marks as without them. */
+	r = load_case("async_running_task");
+	POSSIBLE(r, NULL, "task=Task-1 main task=hot hot hot_leaf", 1, PY315);
+	POSSIBLE(r, NULL, "task=Task-1 main task=rare-4 rare rare_leaf", 1, PY315);
+	POSSIBLE(r, NULL, "task=Task-1 main task=rare-4 rare sleep@tasks.py __sleep0@tasks.py", 1,
+		 PY315);
+	POSSIBLE(r, NULL, "<module> run@runners.py Handle._run@events.py hot hot_leaf", 1, PY312);
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=hot rare rare_leaf", 1, PY315,
+		   "rare leaf under the hot task");
+	IMPOSSIBLE(r, NULL,
+		   "task=Task-1 main task=rare-6 <module> run@runners.py Handle._run@events.py hot "
+		   "hot_leaf",
+		   1, PY315, "hot leaf under a rare task");
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=rare-0 <module> run@runners.py", 1, PY315,
+		   "no allow rule");
+	rules_free(r);
+
+	/* A task item takes no file and no lines; a bad repetition is named. */
+	assert_int_not_equal(rules_parse("allow task:a{2,\n", "t.rules", "t.py", &r, &d), 0);
+	assert_non_null(strstr(d.msg, "bad repetition"));
+}
+
 static void test_load_errors(void **state)
 {
 	struct rules *r = NULL;
@@ -594,6 +664,7 @@ int main(void)
 	    cmocka_unit_test(test_expect_truth_and_no_rules),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_load_errors),
+	    cmocka_unit_test(test_task_items),
 	};
 
 	return cmocka_run_group_tests(tests, find_snippets, NULL);

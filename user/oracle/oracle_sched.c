@@ -71,6 +71,23 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
 		char line[16];
 		size_t need;
 
+		if (frames[i].task) {
+			/* "[task NAME]": a mark has no line; its name is escaped
+			 * like a function's. */
+			if (i && o + 1 < size)
+				buf[o++] = ';';
+			need = o + 6 < size
+				   ? text_escape(buf + o + 6, size - o - 6, name, TEXT_FOLDED)
+				   : size;
+			if (o + 6 + need + 1 >= size) {
+				cut = 1;
+				break;
+			}
+			memcpy(buf + o, "[task ", 6);
+			o += 6 + need;
+			buf[o++] = ']';
+			continue;
+		}
 		if (frames[i].line > 0)
 			snprintf(line, sizeof(line), "%d", frames[i].line);
 		else
@@ -175,6 +192,35 @@ static char *unescape(char *s)
 	return s;
 }
 
+void oracle_task_name_norm(char *name)
+{
+	size_t n = strlen(name);
+	char *open;
+
+	if (n < 4 || name[n - 1] != ')' || !(open = strrchr(name, '(')) || open == name ||
+	    open[-1] != ' ')
+		return;
+	for (const char *c = open + 1; *c >= '0' && *c <= '9'; c++)
+		if (c[1] == ' ' && (!strcmp(c + 2, "awaiters)") || !strcmp(c + 2, "parents)"))) {
+			open[-1] = 0;
+			return;
+		}
+}
+
+/* "[task NAME]" as the wire writes a task mark: the raw bytes, before any
+ * %XX is undone, so that a function named "[task x]" (written %5Btask x])
+ * is not taken for one. NAME is cut out in place. */
+static char *task_mark(char *p)
+{
+	size_t n = strlen(p);
+
+	if (n < 8 || strncmp(p, "[task ", 6) || p[n - 1] != ']')
+		return NULL;
+	p[n - 1] = 0;
+	oracle_task_name_norm(unescape(p + 6));
+	return p + 6;
+}
+
 enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_frame *frames, int max)
 {
 	char *s = trim(line), *p, *save = NULL;
@@ -209,10 +255,16 @@ enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_fra
 	for (p = s; *p; p++)
 		total += *p != ';' && (p == s || p[-1] == ';');
 	for (p = strtok_r(s, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
-		char *file = split_file(p), *colon = strrchr(p, ':');
+		char *task = task_mark(p), *file = task ? NULL : split_file(p),
+		     *colon = task ? NULL : strrchr(p, ':');
 		long ln = 0;
 		int idx = total - 1 - n++;
 
+		if (task) {
+			if (idx < max)
+				frames[idx] = (struct rule_frame){.name = task, .task = 1};
+			continue;
+		}
 		if (colon && is_lineno(colon + 1)) {
 			*colon = 0;
 			ln = colon[1] == '?' ? 0 : strtol(colon + 1, NULL, 10);
@@ -221,6 +273,7 @@ enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_fra
 			frames[idx].name = unescape(p);
 			frames[idx].file = file && *file ? unescape(file) : NULL;
 			frames[idx].line = ln > 0 && ln <= INT_MAX ? (int)ln : 0;
+			frames[idx].task = 0;
 		}
 	}
 	out->nframes = n < max ? n : max;

@@ -45,7 +45,8 @@ double oracle_sched_uniform(uint64_t *state);
  * A stack's key, as oracle-method.md defines it: the whole stack, leaf
  * first, each frame "qualname:lineno", joined by ';' -- no file, no thread.
  * A frame whose line is unknown (<= 0) is written "qualname:?", so that it
- * never poses as a line. ';' inside a name (it cannot happen in CPython,
+ * never poses as a line. A task mark (rule_frame.task) is "[task NAME]".
+ * ';' inside a name (it cannot happen in CPython,
  * but an external sampler may send anything) becomes ','. Returns the
  * length, or -1 when buf is too small (the key is then cut, still
  * terminated).
@@ -62,6 +63,14 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
  *                          splits at the first ":lineno@" (a file may hold
  *                          '@'). In name and file, %XX is the byte XX: a
  *                          sampler writes ';' '@' '%' and line breaks so.
+ *                          A frame "[task NAME]" (a literal '[', no line,
+ *                          no file) is an async sampler's task mark: the
+ *                          frames rootward of it up to the next mark are
+ *                          where task NAME is suspended (docs/async.md);
+ *                          NAME is %XX-escaped like a name, and a trailing
+ *                          " (N awaiters)" or " (N parents)" is dropped. A
+ *                          function whose name starts with '[' is written
+ *                          %5B.
  *   E [text]               a failed attempt
  *   . [US]                 end of the attempt holding the stacks above; US,
  *                          optional, is what that attempt cost the sampler
@@ -77,6 +86,11 @@ struct ext_line {
 	int nframes;	  /* EXT_STACK: frames, LEAF FIRST after parsing */
 	const char *text; /* EXT_ERROR: the message */
 };
+
+/* Cut a task name's " (N awaiters)" (record --async) or " (N parents)"
+ * (Tachyon) in place: samplers that count awaiters and samplers that do
+ * not then key a chain alike. */
+void oracle_task_name_norm(char *name);
 
 /* Parse line in place (names and files point into it; file NULL when not
  * given). frames gets up to max frames, leaf first; a deeper stack keeps its

@@ -39,6 +39,7 @@ enum atom_kind {
 	ATOM_ANY,     /* "."  any frame */
 	ATOM_FOREIGN, /* "~"  a frame of a file other than the snippet's */
 	ATOM_FUNC,    /* name[@file][:lines] */
+	ATOM_TASK,    /* "task:GLOB"  a [task NAME] mark whose NAME matches GLOB */
 };
 
 struct rule_atom {
@@ -243,6 +244,22 @@ static int parse_atom(struct parser *p, const char *tok, const char *s, size_t l
 			    tok);
 	if (len == 1 && (*s == '.' || *s == '~')) {
 		a->kind = *s == '.' ? ATOM_ANY : ATOM_FOREIGN;
+		return 0;
+	}
+	/* "task:GLOB": no file, no lines (a mark has neither); an empty GLOB
+	 * is any task. */
+	if (len >= 5 && !strncmp(s, "task:", 5)) {
+		a->kind = ATOM_TASK;
+		a->name = strndup(s + 5, len - 5);
+		if (!a->name)
+			return oom(p);
+		if (memchr(a->name, '{', len - 5) || memchr(a->name, '}', len - 5)) {
+			atom_free(a);
+			return perr(
+			    p, "bad repetition in '%s': expected {m}, {m,} or {m,n} at the end",
+			    tok);
+		}
+		a->name_glob = true;
 		return 0;
 	}
 	a->kind = ATOM_FUNC;
@@ -921,12 +938,19 @@ static bool atom_match(const struct rules *r, const struct rule_atom *a, const s
 
 	if (kind == RULE_DENY && file_unknown(file))
 		file = r->own;
+	/* A task mark is no frame of any file: only "." and task:GLOB take it,
+	 * so that "~+" over the loop's frames never swallows a task. */
+	if (f->task || a->kind == ATOM_TASK)
+		return a->kind == ATOM_ANY ||
+		       (f->task && a->kind == ATOM_TASK &&
+			(!*a->name || !fnmatch(a->name, f->name ? f->name : "", 0)));
 	switch (a->kind) {
 	case ATOM_ANY:
 		return true;
 	case ATOM_FOREIGN:
 		return file_unknown(file) || strcmp(base_name(file), r->own);
 	case ATOM_FUNC:
+	case ATOM_TASK:
 		break;
 	}
 	if (!f->name || !name_eq(a, f->name))
@@ -1138,6 +1162,10 @@ static int first_match(const struct rules *r, struct rules_state *st, enum rule_
 
 static void describe_frame(char *buf, size_t size, const struct rule_frame *f)
 {
+	if (f->task) {
+		snprintf(buf, size, "'[task %s]'", f->name ? f->name : "?");
+		return;
+	}
 	snprintf(buf, size, "'%s:%d' (%s)", f->name ? f->name : "?", f->line,
 		 file_unknown(f->file) ? "unknown file" : base_name(f->file));
 }

@@ -28,11 +28,14 @@ struct rule_atom;
 
 /* One frame as the sampler reports it. name: qualname (3.11+) or co_name;
  * file: co_filename as recorded (any directory, NULL or "" if unknown);
- * line: 0 if unknown. */
+ * line: 0 if unknown. task: an async sampler's [task NAME] mark (record
+ * --async's chains, docs/async.md): name is the task's NAME, file and line
+ * are not used; only ".", "*" and "task:GLOB" items match it. */
 struct rule_frame {
 	const char *name;
 	const char *file;
 	int line;
+	int task;
 };
 
 /* Parse path. The snippet's own file, the one plain names refer to, is the
