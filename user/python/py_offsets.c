@@ -723,58 +723,59 @@ static int async_from_debug(const struct dparse *p0, struct py_async *a)
 	return 0;
 }
 
-int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, struct py_extra *x,
-			  struct diag *d)
+/*
+ * The header: cookie, version, build kind and this minor's layout, and
+ * that the buffer holds all of it. Sets p->L and p->ver; *need is the
+ * layout's size.
+ */
+static int debug_header(struct dparse *p, size_t len, uint64_t *version, size_t *need)
 {
-	struct dparse p = {.buf = buf, .d = d};
-	uint64_t version, ft, size;
-	uint32_t gil, locked, holder, ascii, compact = 0;
-	size_t need;
+	struct diag *d = p->d;
+	uint64_t ft;
 
-	if (!buf || len < 24)
+	if (!p->buf || len < 24)
 		return diag_set(d, EXIT_FAIL,
 				"_Py_DebugOffsets truncated: %zu bytes, the header alone needs 24",
 				len);
-	if (memcmp(buf, "xdebugpy", 8))
+	if (memcmp(p->buf, "xdebugpy", 8))
 		return diag_set(d, EXIT_NOT_PYTHON,
 				"no _Py_DebugOffsets at _PyRuntime (cookie is not \"xdebugpy\"): "
 				"not a CPython 3.13+ runtime, or a wrong address");
-	version = slot_val(&p, 1);
-	ft = slot_val(&p, 2);
-	if (version > UINT32_MAX || PY_MAJOR(version) != 3 ||
-	    !py_has_debug_offsets((uint32_t)version))
+	*version = slot_val(p, 1);
+	ft = slot_val(p, 2);
+	if (*version > UINT32_MAX || PY_MAJOR(*version) != 3 ||
+	    !py_has_debug_offsets((uint32_t)*version))
 		return diag_set(d, EXIT_FAIL,
 				"_Py_DebugOffsets: version = %#llx is not a CPython 3.13+ version",
-				(unsigned long long)version);
-	py_version_str((uint32_t)version, p.ver, sizeof(p.ver));
+				(unsigned long long)*version);
+	py_version_str((uint32_t)*version, p->ver, sizeof(p->ver));
 	if (ft)
 		return diag_set(d, EXIT_UNSUPPORTED,
 				"Python %s: free-threaded build (Py_GIL_DISABLED) is not supported",
-				p.ver);
+				p->ver);
 	for (size_t i = 0; i < NG(layouts); i++)
-		if (layouts[i].minor == PY_MINOR(version))
-			p.L = &layouts[i];
-	if (!p.L)
+		if (layouts[i].minor == PY_MINOR(*version))
+			p->L = &layouts[i];
+	if (!p->L)
 		return diag_set(d, EXIT_UNSUPPORTED, "Python 3.%u debug offsets layout unknown",
-				(unsigned)PY_MINOR(version));
-	if (check_release((uint32_t)version, d))
+				(unsigned)PY_MINOR(*version));
+	if (check_release((uint32_t)*version, d))
 		return -1;
-	need = layout_bytes(p.L);
-	if (len < need)
+	*need = layout_bytes(p->L);
+	if (len < *need)
 		return diag_set(d, EXIT_FAIL,
 				"_Py_DebugOffsets of Python %s truncated: %zu bytes, the 3.%u "
 				"layout needs %zu",
-				p.ver, len, p.L->minor, need);
+				p->ver, len, p->L->minor, *need);
+	return 0;
+}
 
-	memset(o, 0, sizeof(*o));
-	memset(x, 0, sizeof(*x));
-	o->version_hex = (uint32_t)version;
-	o->frame_model = FRAME_MODEL_DIRECT;
-	o->code_may_be_other = 1;
-	o->tagged_code = p.L->tagged_code;
-	o->skip_owner_mask = p.L->skip_owner_mask;
-	o->has_base_frame = p.L->has_base_frame;
-	x->debug_size = (uint32_t)need;
+/* The runtime's and the interpreter's fields, with the GIL's. */
+static int interp_from_debug(const struct dparse *p0, struct py_offsets *o, struct py_extra *x)
+{
+	struct dparse p = *p0;
+	struct diag *d = p.d;
+	uint32_t gil, locked, holder;
 
 	F16("runtime_state", "interpreters_head", 8, o->runtime_interpreters_head);
 
@@ -800,6 +801,14 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 	x->gil_per_interp = 1;
 	x->gil_locked = locked - gil;
 	x->gil_holder = holder - gil;
+	return 0;
+}
+
+/* The thread state's and the interpreter frame's fields, and their sizes. */
+static int frames_from_debug(const struct dparse *p0, struct py_offsets *o, struct py_extra *x)
+{
+	struct dparse p = *p0;
+	uint64_t size;
 
 	if (group_size(&p, "thread_state", &size))
 		return -1;
@@ -824,6 +833,15 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 		o->frame_bottom_off = o->frame_owner;
 		o->frame_bottom_mask = p.L->bottom_owner_mask;
 	}
+	return 0;
+}
+
+/* The code object's fields; co_flags from the layout, checked. */
+static int code_from_debug(const struct dparse *p0, struct py_offsets *o, struct py_extra *x)
+{
+	struct dparse p = *p0;
+	struct diag *d = p.d;
+	uint64_t size;
 
 	if (group_size(&p, "code_object", &size))
 		return -1;
@@ -845,6 +863,15 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 		    "%u: the code object layout changed, co_flags unknown",
 		    p.ver, o->code_argcount, p.L->code_flags + 4);
 	o->code_flags = p.L->code_flags;
+	return 0;
+}
+
+/* ob_type, bytes and str: what naming a frame reads. */
+static int strings_from_debug(const struct dparse *p0, struct py_offsets *o)
+{
+	struct dparse p = *p0;
+	struct diag *d = p.d;
+	uint32_t ascii, compact = 0;
 
 	F16("pyobject", "ob_type", 8, o->ob_type);
 	F16("bytes_object", "ob_size", 8, o->bytes_size);
@@ -864,10 +891,32 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 				p.ver, ascii, compact);
 	o->ascii_data_off = (uint8_t)ascii;
 	o->compact_data_off = (uint8_t)compact;
+	return 0;
+}
 
-	if (obj_from_debug(&p, &x->obj))
+int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, struct py_extra *x,
+			  struct diag *d)
+{
+	struct dparse p = {.buf = buf, .d = d};
+	uint64_t version = 0;
+	size_t need = 0;
+
+	if (debug_header(&p, len, &version, &need))
 		return -1;
-	if (async_from_debug(&p, &x->async))
+
+	memset(o, 0, sizeof(*o));
+	memset(x, 0, sizeof(*x));
+	o->version_hex = (uint32_t)version;
+	o->frame_model = FRAME_MODEL_DIRECT;
+	o->code_may_be_other = 1;
+	o->tagged_code = p.L->tagged_code;
+	o->skip_owner_mask = p.L->skip_owner_mask;
+	o->has_base_frame = p.L->has_base_frame;
+	x->debug_size = (uint32_t)need;
+
+	if (interp_from_debug(&p, o, x) || frames_from_debug(&p, o, x) ||
+	    code_from_debug(&p, o, x) || strings_from_debug(&p, o) || obj_from_debug(&p, &x->obj) ||
+	    async_from_debug(&p, &x->async))
 		return -1;
 	read_sizes(o, x->frame_size);
 	/* The walker reads a frame and a code object into fixed buffers with
