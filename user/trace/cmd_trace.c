@@ -738,6 +738,78 @@ static char *help_filter(int key, const char *text, void *input)
 	return (char *)text;
 }
 
+/*
+ * trace -- CMD: start it stopped (the probes go in before its first
+ * bytecode) and follow its execs until it is Python. 0 with o->pid set,
+ * else the exit code, reported, and CMD ended.
+ */
+static int trace_launch(struct trace_opts *o, struct launch *l, struct tctx *c, struct diag *d)
+{
+	char ec[64];
+	int r, ret;
+
+	if (launch_start(l, o->cmd, d))
+		return diag_report(d);
+	c->launch = l;
+	r = launch_until_python(l, LAUNCH_READY_S, o->quiet, 1, d);
+	if (r) {
+		if (r > 0)
+			diag_set(d, EXIT_NOT_PYTHON, "pid %d (%s): not a CPython process to trace",
+				 l->pid, text_esc(o->cmd[0], ec, sizeof(ec)));
+		ret = diag_report(d);
+		launch_end(l);
+		return ret;
+	}
+	o->pid = l->pid;
+	return 0;
+}
+
+/* What the probes' bookkeeping needs of the options and the process. */
+static void trace_data_init(struct trace_data *td, const struct trace_opts *o,
+			    const struct py_process *proc)
+{
+	td->pid = o->pid;
+	td->threshold = (uint32_t)o->threshold;
+	td->interval_s = o->interval;
+	td->rearm_s = o->rearm;
+	td->cutoff_pct = o->cutoff;
+	snprintf(td->comm, sizeof(td->comm), "%s", proc->comm);
+	snprintf(td->version, sizeof(td->version), "%s", proc->version);
+}
+
+/* The drain's buffers and caches; -1 when one could not be had (the
+ * caller frees what was, with tctx_free). */
+static int tctx_alloc(struct tctx *c, struct py_process *proc, int native)
+{
+	c->cache = code_cache_new(&proc->mem, &proc->cfg.off, 0);
+	c->frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c->frames));
+	c->pframes = calloc(TRACE_MAX_FRAMES, sizeof(*c->pframes));
+	if (native) {
+		c->ns = native_syms_new();
+		c->sc = splice_scratch_new();
+	}
+	c->prof = profile_new(0, "wall");
+	c->buflen = 256 * 1024;
+	c->buf = malloc(c->buflen);
+	if (!c->cache || !c->frames || !c->buf || !c->pframes || !c->prof ||
+	    (native && (!c->ns || !c->sc)))
+		return -1;
+	return 0;
+}
+
+static void tctx_free(struct tctx *c)
+{
+	code_cache_free(c->cache);
+	free(c->frames);
+	free(c->pframes);
+	profile_free(c->prof);
+	py_tnames_free(&c->tnames);
+	free(c->buf);
+	native_tables_free(c->nt);
+	native_syms_free(c->ns);
+	splice_scratch_free(c->sc);
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_opts o = {.threshold = 500, .interval = 1.0, .cutoff = 1.0};
@@ -761,26 +833,8 @@ int cmd_trace(int argc, char **argv)
 	if (signals_install(&d))
 		return diag_report(&d);
 	bpf_loader_log(o.verbose);
-	if (o.cmd) {
-		/* The probes go in while it is stopped, before its first bytecode. */
-		int r;
-
-		if (launch_start(&l, o.cmd, &d))
-			return diag_report(&d);
-		c.launch = &l;
-		/* Nothing to trace until it is Python: follow its execs. */
-		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, 1, &d);
-		if (r) {
-			if (r > 0)
-				diag_set(&d, EXIT_NOT_PYTHON,
-					 "pid %d (%s): not a CPython process to trace", l.pid,
-					 text_esc(o.cmd[0], ec, sizeof(ec)));
-			ret = diag_report(&d);
-			launch_end(&l);
-			return ret;
-		}
-		o.pid = l.pid;
-	}
+	if (o.cmd && (ret = trace_launch(&o, &l, &c, &d)))
+		return ret;
 	if (py_process_open(&proc, o.pid, o.max_depth, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -789,13 +843,7 @@ int cmd_trace(int argc, char **argv)
 		ret = trace_list(stdout, &proc, &d) ? diag_report(&d) : EXIT_OK;
 		goto out;
 	}
-	td.pid = o.pid;
-	td.threshold = (uint32_t)o.threshold;
-	td.interval_s = o.interval;
-	td.rearm_s = o.rearm;
-	td.cutoff_pct = o.cutoff;
-	snprintf(td.comm, sizeof(td.comm), "%s", proc.comm);
-	snprintf(td.version, sizeof(td.version), "%s", proc.version);
+	trace_data_init(&td, &o, &proc);
 	if (trace_probes_resolve(&td, &proc, o.specs, o.nspecs, o.calls, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -806,18 +854,7 @@ int cmd_trace(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
-	c.cache = code_cache_new(&proc.mem, &proc.cfg.off, 0);
-	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
-	c.pframes = calloc(TRACE_MAX_FRAMES, sizeof(*c.pframes));
-	if (o.native) {
-		c.ns = native_syms_new();
-		c.sc = splice_scratch_new();
-	}
-	c.prof = profile_new(0, "wall");
-	c.buflen = 256 * 1024;
-	c.buf = malloc(c.buflen);
-	if (!c.cache || !c.frames || !c.buf || !c.pframes || !c.prof ||
-	    (o.native && (!c.ns || !c.sc))) {
+	if (tctx_alloc(&c, &proc, o.native)) {
 		diag_errno(&d, ENOMEM, "trace");
 		ret = diag_report(&d);
 		goto out;
@@ -870,15 +907,7 @@ out:
 	trace_probes_detach(&td);
 	ring_buffer__free(rb);
 	tracer_bpf__destroy(skel);
-	code_cache_free(c.cache);
-	free(c.frames);
-	free(c.pframes);
-	profile_free(c.prof);
-	py_tnames_free(&c.tnames);
-	free(c.buf);
-	native_tables_free(c.nt);
-	native_syms_free(c.ns);
-	splice_scratch_free(c.sc);
+	tctx_free(&c);
 	trace_data_free(&td);
 	/* Launched: once the output is written, CMD's status is ours. */
 	if (o.cmd) {
