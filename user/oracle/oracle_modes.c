@@ -692,6 +692,71 @@ static void bpf_toggle(void *ctx, int on)
 	bpf_sampler_set_enabled(ctx, on);
 }
 
+/*
+ * bpf-wall's loop: at each scheduled tick (the oracle's own clock, not the
+ * kernel's), snapshot every thread through the BPF program and account the
+ * stacks as one sample. -1 when its buffers could not be had.
+ */
+static int bpf_wall_loop(struct oracle_window *w, struct oracle_result *r, struct bpf_sampler *s,
+			 struct bpf_ctx *c, struct code_cache *cache, struct oracle_gate *g,
+			 double start, double deadline, struct diag *d)
+{
+	const struct oracle_plan *pl = w->p;
+	double t;
+
+	struct oracle_sched sc;
+	struct rule_frame *fr = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*fr));
+	char *arenas = malloc((size_t)MAX_THREADS * ARENA);
+	int *nfr = calloc(MAX_THREADS, sizeof(int));
+
+	if (!fr || !arenas || !nfr) {
+		free(fr);
+		free(arenas);
+		free(nfr);
+		diag_errno(d, ENOMEM, "oracle");
+		return -1;
+	}
+	oracle_sched_init(&sc, start, pl->o->duration, pl->rate_khz * 1000, pl->o->poisson,
+			  w->seed);
+	while (oracle_sched_next(&sc, &t)) {
+		struct diag dd = {0};
+		double t0, t1;
+
+		oracle_sleep_until(t);
+		t0 = mono_s();
+		if (t0 >= deadline)
+			break;
+		if (!oracle_gate_on(g))
+			continue;
+		r->attempts++;
+		c->nrec = 0;
+		c->failed = bpf_sampler_snapshot(s, &dd) != 0;
+		while (bpf_sampler_poll(s, 0, on_record, c) > 0)
+			;
+		for (int i = 0; !c->failed && i < c->nrec; i++)
+			if ((nfr[i] =
+				 symbolize(cache, &c->recs[i], fr + (size_t)i * BPFPY_MAX_DEPTH,
+					   arenas + (size_t)i * ARENA)) < 0)
+				c->failed = 1;
+		t1 = mono_s();
+		oracle_result_us(r, (t1 - t0) * 1e6);
+		r->us_sampler_sum += (t1 - t0) * 1e6;
+		if (c->failed) {
+			r->errors++;
+			continue;
+		}
+		r->samples++;
+		for (int i = 0; i < c->nrec; i++)
+			if (nfr[i])
+				account(w, r, fr + (size_t)i * BPFPY_MAX_DEPTH, nfr[i],
+					(int)c->recs[i].tid);
+	}
+	free(fr);
+	free(arenas);
+	free(nfr);
+	return 0;
+}
+
 static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_process *p,
 		   struct code_cache *cache, struct diag *d)
 {
@@ -711,7 +776,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	struct bpf_ctx c = {.w = w, .r = r, .cache = cache, .wall = wall};
 	uint64_t cnt[CNT__COUNT] = {0};
 	struct oracle_gate g = {0};
-	double start, deadline, t;
+	double start, deadline;
 	int ret = -1;
 
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
@@ -750,57 +815,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 
 			bpf_sampler_poll(s, ms < 20 ? ms : 20, on_record, &c);
 		}
-	} else {
-		struct oracle_sched sc;
-		struct rule_frame *fr = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*fr));
-		char *arenas = malloc((size_t)MAX_THREADS * ARENA);
-		int *nfr = calloc(MAX_THREADS, sizeof(int));
-
-		if (!fr || !arenas || !nfr) {
-			free(fr);
-			free(arenas);
-			free(nfr);
-			diag_errno(d, ENOMEM, "oracle");
-			goto out;
-		}
-		oracle_sched_init(&sc, start, pl->o->duration, pl->rate_khz * 1000, pl->o->poisson,
-				  w->seed);
-		while (oracle_sched_next(&sc, &t)) {
-			struct diag dd = {0};
-			double t0, t1;
-
-			oracle_sleep_until(t);
-			t0 = mono_s();
-			if (t0 >= deadline)
-				break;
-			if (!oracle_gate_on(&g))
-				continue;
-			r->attempts++;
-			c.nrec = 0;
-			c.failed = bpf_sampler_snapshot(s, &dd) != 0;
-			while (bpf_sampler_poll(s, 0, on_record, &c) > 0)
-				;
-			for (int i = 0; !c.failed && i < c.nrec; i++)
-				if ((nfr[i] = symbolize(cache, &c.recs[i],
-							fr + (size_t)i * BPFPY_MAX_DEPTH,
-							arenas + (size_t)i * ARENA)) < 0)
-					c.failed = 1;
-			t1 = mono_s();
-			oracle_result_us(r, (t1 - t0) * 1e6);
-			r->us_sampler_sum += (t1 - t0) * 1e6;
-			if (c.failed) {
-				r->errors++;
-				continue;
-			}
-			r->samples++;
-			for (int i = 0; i < c.nrec; i++)
-				if (nfr[i])
-					account(w, r, fr + (size_t)i * BPFPY_MAX_DEPTH, nfr[i],
-						(int)c.recs[i].tid);
-		}
-		free(fr);
-		free(arenas);
-		free(nfr);
+	} else if (bpf_wall_loop(w, r, s, &c, cache, &g, start, deadline, d)) {
+		goto out;
 	}
 	gate_finish(&g, r);
 	r->elapsed = g.on_s;
