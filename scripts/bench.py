@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from bench_stats import mean_ci
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -67,23 +68,6 @@ EXTRA_ROW_SCRIPTS = [
     # bpfpy's CPU and the in-kernel time per hour (scripts/bench_agent.py)
     ("scripts/bench_agent.py", 1800, ["--json"]),
 ]
-
-T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
-        10: 2.23, 15: 2.13, 20: 2.09, 30: 2.04}
-
-
-def mean_ci(xs):
-    """Mean and the half-width of its 95% interval (Student t), None if n < 2."""
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return None, None
-    m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, None
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    df = len(xs) - 1
-    t = T975.get(df) or T975[max(k for k in T975 if k <= df)]
-    return m, t * sd / math.sqrt(len(xs))
 
 
 def targets():

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from bench_stats import mean_ci
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -43,18 +44,6 @@ JSON = "--json" in sys.argv
 COUNTS = [int(a) for a in sys.argv[1:] if a.isdigit()] or [50, 200]
 RUNS, DUR = (1, 20) if QUICK else (3, 120)
 RATE = 19
-T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57}
-
-
-def mean_ci(xs):
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return None, None
-    m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, None
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    return m, T975.get(len(xs) - 1, 2.0) * sd / math.sqrt(len(xs))
 
 
 def host_python():

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from bench_stats import mean_ci
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -31,15 +32,6 @@ PY = os.path.join(ROOT, "tests", "integration", "py")
 QUICK = "--quick" in sys.argv
 OUT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "bpfpy-bench-async.%d.txt" % os.getpid())
 PAIRS, DUR = (2, 2) if QUICK else (4, 3)
-T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45}
-
-
-def mean_ci(xs):
-    m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, None
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    return m, T975.get(len(xs) - 1, 2.0) * sd / math.sqrt(len(xs))
 
 
 def targets():

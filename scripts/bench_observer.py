@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from bench_stats import mean_ci
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -50,21 +51,7 @@ SHARE_S = 2 if QUICK else 4     # record --opcodes slot, seconds
 TRACE_S = 10 if QUICK else 14   # the trace run: >= 10 s, as issue 29 asks
 BASE_S = 3 if QUICK else 5      # baseline in the same run, seconds, warm-up included
 WARM_S = 1.0                    # first windows left out: the loop still quickens
-T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 8: 2.31, 10: 2.23, 15: 2.13,
-        20: 2.09, 30: 2.04}
 OP_LEAF = re.compile(r"\[op ([^\] (]+)(?: \(([^)]+)\))?\]$")
-
-
-def mean_ci(xs):
-    if not xs:
-        return None, None
-    m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, None
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    df = len(xs) - 1
-    t = T975.get(df) or T975[max(k for k in T975 if k <= df)]
-    return m, t * sd / math.sqrt(len(xs))
 
 
 def ratio_ci(a, ca, b, cb):
