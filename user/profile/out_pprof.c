@@ -162,32 +162,96 @@ static void pprof_proc_labels(const struct profile *p, uint32_t pid, PLabel *l)
 	}
 }
 
-int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
+/* Strings of our own, after the profile's interned ones. */
+enum {
+	S_SAMPLES,
+	S_COUNT,
+	S_CLOCK,
+	S_NS,
+	S_PID,
+	S_TID,
+	S_COMM,
+	S_MAP,
+	S_GIL,
+	S_HELD,
+	S_IDLE,
+	S_YES,
+	S_CPU,
+	S_OFFCPU,
+	S_WALL,
+	S_THREAD,
+	S_THREAD_NAME,
+	S_REASON,
+	S_KMAP,
+	S_REASONS, /* OFFCPU__COUNT names from here */
+	S__N = S_REASONS + OFFCPU__COUNT,
+};
+
+/* What every step below needs to know about the profile being built. */
+struct plan {
+	const struct profile *p;
+	const struct profile_out_opts *o;
+	uint32_t nvals; /* 2, or 4 in a weighted profile */
+	/* Mapping ids: 1 [python], 2.. the native files, then [kernel] if a
+	 * frame is the kernel's: a Python-only profile keeps its one mapping. */
+	uint32_t nmaps;
+	uint32_t nloc;
+	uint64_t nsamples; /* allocated, then used */
+	uint64_t nrooted;
+	uint32_t lgil, lidle; /* the gil=held and idle=yes labels' indices */
+	/* Strings: the profile's, ours, then per thread its comm, its "NAME
+	 * (TID)" and its name, then the rooted file names. */
+	size_t tstr;
+	const char *root; /* --source-root, NULL for none or "/" */
+};
+
+#define SID(x) ((int64_t)pl->p->nstrs + (x))
+
+static int build_alloc(struct build *b, struct plan *pl, struct diag *d)
 {
-	/* Strings of our own, after the profile's interned ones. */
-	enum {
-		S_SAMPLES,
-		S_COUNT,
-		S_CLOCK,
-		S_NS,
-		S_PID,
-		S_TID,
-		S_COMM,
-		S_MAP,
-		S_GIL,
-		S_HELD,
-		S_IDLE,
-		S_YES,
-		S_CPU,
-		S_OFFCPU,
-		S_WALL,
-		S_THREAD,
-		S_THREAD_NAME,
-		S_REASON,
-		S_KMAP,
-		S_REASONS, /* OFFCPU__COUNT names from here */
-		S__N = S_REASONS + OFFCPU__COUNT,
-	};
+	const struct profile *p = pl->p;
+	size_t nstr = pl->tstr + 3 * (size_t)p->nthreads + p->nfuncs;
+	uint64_t nlocids = 0;
+
+	/* A location id count that overflows size_t arithmetic is not a
+	 * profile anyone can load; no need to guard it separately. */
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		nlocids += p->stacks[i].nframes;
+	pl->nsamples = (uint64_t)p->nstacks * COMBOS;
+	b->strtab = calloc(nstr, sizeof(*b->strtab));
+	b->funcs = calloc(p->nfuncs + 1, sizeof(*b->funcs));
+	b->funcp = calloc(p->nfuncs + 1, sizeof(*b->funcp));
+	b->locs = calloc(pl->nloc + 1, sizeof(*b->locs));
+	b->locp = calloc(pl->nloc + 1, sizeof(*b->locp));
+	b->lines = calloc(pl->nloc + 1, sizeof(*b->lines));
+	b->linep = calloc(pl->nloc + 1, sizeof(*b->linep));
+	b->samples = calloc(pl->nsamples + 1, sizeof(*b->samples));
+	b->samplep = calloc(pl->nsamples + 1, sizeof(*b->samplep));
+	b->locids = calloc(nlocids + 1, sizeof(*b->locids));
+	b->values = calloc(pl->nvals * pl->nsamples + 1, sizeof(*b->values));
+	b->labels = calloc(LABELS_THREAD * (size_t)p->nthreads + 2, sizeof(*b->labels));
+	b->labelp = calloc(LABELS_PER * pl->nsamples + 1, sizeof(*b->labelp));
+	b->plabels = calloc(PROF_PROC_LABELS * (size_t)p->nthreads + 1, sizeof(*b->plabels));
+	b->tnames = calloc(p->nthreads + 1, sizeof(*b->tnames));
+	if (b->tnames)
+		b->tnames[p->nthreads] = (char *)-1; /* the end, for build_free */
+	b->rooted = calloc(p->nfuncs + 1, sizeof(*b->rooted));
+	if (b->rooted)
+		b->rooted[p->nfuncs] = (char *)-1;
+	b->maps = calloc(pl->nmaps, sizeof(*b->maps));
+	b->mapp = calloc(pl->nmaps, sizeof(*b->mapp));
+	if (!b->strtab || !b->funcs || !b->funcp || !b->locs || !b->locp || !b->lines ||
+	    !b->linep || !b->samples || !b->samplep || !b->locids || !b->values || !b->labels ||
+	    !b->labelp || !b->plabels || !b->tnames || !b->rooted || !b->maps || !b->mapp) {
+		diag_errno(d, ENOMEM, "pprof output");
+		return -1;
+	}
+	return 0;
+}
+
+static void build_strings(struct build *b, const struct plan *pl)
+{
+	const struct profile *p = pl->p;
 	const char *extra[S_REASONS] = {"samples",
 					"count",
 					p->clock,
@@ -207,73 +271,21 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 					"thread_name",
 					"off_cpu_reason",
 					"[kernel.kallsyms]"};
-	uint32_t nvals = p->weighted ? 4 : 2;
-	/* Mapping ids: 1 [python], 2.. the native files, then [kernel] if a
-	 * frame is the kernel's: a Python-only profile keeps its one mapping. */
-	uint32_t nmaps = 1 + p->nmappings;
-	uint32_t nloc = o->no_lines ? p->nfuncs : p->nframes;
-	uint64_t nlocids = 0, at = 0, nsamples = 0, nrooted = 0;
-	uint32_t lgil = LABELS_THREAD * p->nthreads, lidle = lgil + 1;
-	/* Strings: the profile's, ours, then per thread its comm, its "NAME
-	 * (TID)" and its name, then the rooted file names. */
-	size_t tstr = p->nstrs + S__N, nstr = tstr + 3 * (size_t)p->nthreads + p->nfuncs, len;
-	const char *root = o->source_root && *o->source_root && strcmp(o->source_root, "/")
-			       ? o->source_root
-			       : NULL;
-	struct build b;
-	uint8_t *buf = NULL;
-	int rc = -1;
-
-	/* A location id count that overflows size_t arithmetic is not a
-	 * profile anyone can load; no need to guard it separately. */
-	for (uint32_t i = 0; i < p->nstacks; i++)
-		nlocids += p->stacks[i].nframes;
-	nsamples = (uint64_t)p->nstacks * COMBOS;
-	memset(&b, 0, sizeof(b));
-	b.strtab = calloc(nstr, sizeof(*b.strtab));
-	b.funcs = calloc(p->nfuncs + 1, sizeof(*b.funcs));
-	b.funcp = calloc(p->nfuncs + 1, sizeof(*b.funcp));
-	b.locs = calloc(nloc + 1, sizeof(*b.locs));
-	b.locp = calloc(nloc + 1, sizeof(*b.locp));
-	b.lines = calloc(nloc + 1, sizeof(*b.lines));
-	b.linep = calloc(nloc + 1, sizeof(*b.linep));
-	b.samples = calloc(nsamples + 1, sizeof(*b.samples));
-	b.samplep = calloc(nsamples + 1, sizeof(*b.samplep));
-	b.locids = calloc(nlocids + 1, sizeof(*b.locids));
-	b.values = calloc(nvals * nsamples + 1, sizeof(*b.values));
-	b.labels = calloc(LABELS_THREAD * (size_t)p->nthreads + 2, sizeof(*b.labels));
-	b.labelp = calloc(LABELS_PER * nsamples + 1, sizeof(*b.labelp));
-	b.plabels = calloc(PROF_PROC_LABELS * (size_t)p->nthreads + 1, sizeof(*b.plabels));
-	b.tnames = calloc(p->nthreads + 1, sizeof(*b.tnames));
-	if (b.tnames)
-		b.tnames[p->nthreads] = (char *)-1; /* the end, for build_free */
-	b.rooted = calloc(p->nfuncs + 1, sizeof(*b.rooted));
-	if (b.rooted)
-		b.rooted[p->nfuncs] = (char *)-1;
-	for (uint32_t i = 0; i < p->nfuncs; i++)
-		if (p->funcs[i].kind == FRAME_KIND_KERNEL) {
-			nmaps++;
-			break;
-		}
-	b.maps = calloc(nmaps, sizeof(*b.maps));
-	b.mapp = calloc(nmaps, sizeof(*b.mapp));
-	if (!b.strtab || !b.funcs || !b.funcp || !b.locs || !b.locp || !b.lines || !b.linep ||
-	    !b.samples || !b.samplep || !b.locids || !b.values || !b.labels || !b.labelp ||
-	    !b.plabels || !b.tnames || !b.rooted || !b.maps || !b.mapp) {
-		diag_errno(d, ENOMEM, "pprof output");
-		goto out;
-	}
 
 	/* The interned strings already start with "", as pprof requires. */
 	for (uint32_t i = 0; i < p->nstrs; i++)
-		b.strtab[i] = p->strs[i];
+		b->strtab[i] = p->strs[i];
 	for (int i = 0; i < S__N; i++)
-		b.strtab[p->nstrs + i] =
+		b->strtab[p->nstrs + i] =
 		    (char *)(i >= S_REASONS ? offcpu_reason_name(i - S_REASONS) : extra[i]);
-#define SID(x) ((int64_t)p->nstrs + (x))
+}
+
+static int build_functions(struct build *b, struct plan *pl, struct diag *d)
+{
+	const struct profile *p = pl->p;
 
 	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		PFunction *fn = &b.funcs[i];
+		PFunction *fn = &b->funcs[i];
 
 		perftools__profiles__function__init(fn);
 		fn->id = i + 1;
@@ -281,95 +293,150 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		fn->system_name = 0; /* see the top of the file */
 		fn->filename = p->funcs[i].file;
 		/* Absolute names only: "<frozen ...>" and "<string>" are no files. */
-		if (root && profile_str(p, p->funcs[i].file)[0] == '/') {
+		if (pl->root && profile_str(p, p->funcs[i].file)[0] == '/') {
 			const char *file = profile_str(p, p->funcs[i].file);
-			size_t n = strlen(root) + strlen(file) + 1;
+			size_t n = strlen(pl->root) + strlen(file) + 1;
+			size_t at = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted++;
 
-			b.rooted[i] = malloc(n);
-			if (!b.rooted[i]) {
+			b->rooted[i] = malloc(n);
+			if (!b->rooted[i]) {
 				diag_errno(d, ENOMEM, "pprof output");
-				goto out;
+				return -1;
 			}
 			/* "/" + "/x" is "//x", harmless; DIR/ + "/x" likewise. */
-			snprintf(b.rooted[i], n, "%s%s", root, file);
-			b.strtab[tstr + 3 * p->nthreads + nrooted] = b.rooted[i];
-			fn->filename = (int64_t)(tstr + 3 * p->nthreads + nrooted++);
+			snprintf(b->rooted[i], n, "%s%s", pl->root, file);
+			b->strtab[at] = b->rooted[i];
+			fn->filename = (int64_t)at;
 		}
 		fn->start_line = p->funcs[i].firstlineno;
-		b.funcp[i] = fn;
+		b->funcp[i] = fn;
 	}
-	for (uint32_t i = 0; i < nloc; i++) {
-		PLocation *l = &b.locs[i];
-		PLine *ln = &b.lines[i];
+	return 0;
+}
+
+static void build_locations(struct build *b, const struct plan *pl)
+{
+	const struct profile *p = pl->p;
+
+	for (uint32_t i = 0; i < pl->nloc; i++) {
+		PLocation *l = &b->locs[i];
+		PLine *ln = &b->lines[i];
 
 		perftools__profiles__location__init(l);
 		perftools__profiles__line__init(ln);
 		l->id = i + 1;
 		l->mapping_id = 1;
-		if (o->no_lines) {
+		if (pl->o->no_lines) {
 			ln->function_id = i + 1;
 			ln->line = p->funcs[i].firstlineno;
 		} else {
 			ln->function_id = p->frames[i].func + 1;
 			ln->line = p->frames[i].line;
 		}
-		pprof_native_location(p, &p->funcs[ln->function_id - 1], l, nmaps);
-		b.linep[i] = ln;
+		pprof_native_location(p, &p->funcs[ln->function_id - 1], l, pl->nmaps);
+		b->linep[i] = ln;
 		l->n_line = 1;
-		l->line = &b.linep[i];
-		b.locp[i] = l;
+		l->line = &b->linep[i];
+		b->locp[i] = l;
 	}
-	perftools__profiles__label__init(&b.labels[lgil]);
-	perftools__profiles__label__init(&b.labels[lidle]);
-	b.labels[lgil].key = SID(S_GIL);
-	b.labels[lgil].str = SID(S_HELD);
-	b.labels[lidle].key = SID(S_IDLE);
-	b.labels[lidle].str = SID(S_YES);
+}
+
+/* The shared labels: gil=held, idle=yes, off_cpu_reason=NAME, LABELS_THREAD
+ * per thread (shared by all its samples), each thread's process's, and the
+ * profile's own. */
+static int build_labels(struct build *b, const struct plan *pl, struct diag *d)
+{
+	const struct profile *p = pl->p;
+	size_t tstr = pl->tstr;
+
+	perftools__profiles__label__init(&b->labels[pl->lgil]);
+	perftools__profiles__label__init(&b->labels[pl->lidle]);
+	b->labels[pl->lgil].key = SID(S_GIL);
+	b->labels[pl->lgil].str = SID(S_HELD);
+	b->labels[pl->lidle].key = SID(S_IDLE);
+	b->labels[pl->lidle].str = SID(S_YES);
 	for (int r = 0; r < OFFCPU__COUNT; r++) {
-		perftools__profiles__label__init(&b.rlabels[r]);
-		b.rlabels[r].key = SID(S_REASON);
-		b.rlabels[r].str = SID(S_REASONS + r);
+		perftools__profiles__label__init(&b->rlabels[r]);
+		b->rlabels[r].key = SID(S_REASON);
+		b->rlabels[r].str = SID(S_REASONS + r);
 	}
-	/* LABELS_THREAD labels per thread, shared by all its samples. */
 	for (uint32_t t = 0; t < p->nthreads; t++) {
-		PLabel *l = &b.labels[LABELS_THREAD * t];
+		PLabel *l = &b->labels[LABELS_THREAD * t];
 		const char *comm = profile_comm(p, p->threads[t].pid);
 		const char *tn = p->threads[t].name ? p->threads[t].name : "";
 
 		for (int k = 0; k < LABELS_THREAD; k++)
 			perftools__profiles__label__init(&l[k]);
-		if (asprintf(&b.tnames[t], "%s (%u)", *tn ? tn : "?", p->threads[t].tid) < 0) {
-			b.tnames[t] = NULL;
+		if (asprintf(&b->tnames[t], "%s (%u)", *tn ? tn : "?", p->threads[t].tid) < 0) {
+			b->tnames[t] = NULL;
 			diag_errno(d, ENOMEM, "pprof output");
-			goto out;
+			return -1;
 		}
 		l[0].key = SID(S_PID);
 		l[0].num = p->threads[t].pid;
 		l[1].key = SID(S_TID);
 		l[1].num = p->threads[t].tid;
 		l[2].key = SID(S_COMM);
-		b.strtab[tstr + t] = (char *)(comm ? comm : "");
+		b->strtab[tstr + t] = (char *)(comm ? comm : "");
 		l[2].str = (int64_t)(tstr + t);
 		l[3].key = SID(S_THREAD);
-		b.strtab[tstr + p->nthreads + t] = b.tnames[t];
+		b->strtab[tstr + p->nthreads + t] = b->tnames[t];
 		l[3].str = (int64_t)(tstr + p->nthreads + t);
 		l[4].key = SID(S_THREAD_NAME);
-		b.strtab[tstr + 2 * p->nthreads + t] = (char *)tn;
+		b->strtab[tstr + 2 * p->nthreads + t] = (char *)tn;
 		l[4].str = (int64_t)(tstr + 2 * p->nthreads + t);
-		pprof_proc_labels(p, p->threads[t].pid, &b.plabels[PROF_PROC_LABELS * t]);
+		pprof_proc_labels(p, p->threads[t].pid, &b->plabels[PROF_PROC_LABELS * t]);
 	}
 	for (uint32_t i = 0; i < PROF_LABELS; i++) {
-		perftools__profiles__label__init(&b.glabels[i]);
+		perftools__profiles__label__init(&b->glabels[i]);
 		if (i < p->nlabels) {
-			b.glabels[i].key = p->labels[i].key;
-			b.glabels[i].str = p->labels[i].value;
+			b->glabels[i].key = p->labels[i].key;
+			b->glabels[i].str = p->labels[i].value;
 		}
 	}
-	nsamples = 0;
+	return 0;
+}
+
+/* A Sample's labels: its thread's (comm and thread_name where known), gil,
+ * idle or the off-CPU reason where set, its process's, the profile's. */
+static void sample_labels(struct build *b, const struct plan *pl, PSample *s,
+			  const struct prof_stack *st, int combo, int whole)
+{
+	const PLabel *tl = &b->labels[LABELS_THREAD * st->thread];
+
+	s->n_label = 0;
+	s->label[s->n_label++] = (PLabel *)&tl[0];
+	s->label[s->n_label++] = (PLabel *)&tl[1];
+	if (*b->strtab[tl[2].str])
+		s->label[s->n_label++] = (PLabel *)&tl[2];
+	s->label[s->n_label++] = (PLabel *)&tl[3];
+	if (*b->strtab[tl[4].str])
+		s->label[s->n_label++] = (PLabel *)&tl[4];
+	if (combo & 1)
+		s->label[s->n_label++] = &b->labels[pl->lgil];
+	if (combo & 2)
+		s->label[s->n_label++] = &b->labels[pl->lidle];
+	if (whole && st->offcpu_reason < OFFCPU__COUNT)
+		s->label[s->n_label++] = &b->rlabels[st->offcpu_reason];
+	for (int k = 0; k < PROF_PROC_LABELS; k++) {
+		PLabel *l = &b->plabels[PROF_PROC_LABELS * st->thread + k];
+
+		if (l->key)
+			s->label[s->n_label++] = l;
+	}
+	for (uint32_t k = 0; k < pl->p->nlabels && k < PROF_LABELS; k++)
+		s->label[s->n_label++] = &b->glabels[k];
+}
+
+/* Each stack as one Sample per GIL/idle combination present. */
+static void build_samples(struct build *b, struct plan *pl)
+{
+	const struct profile *p = pl->p;
+	uint64_t at = 0, nsamples = 0;
+
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct prof_stack *st = &p->stacks[i];
-		const PLabel *tl = &b.labels[LABELS_THREAD * st->thread];
-		uint64_t *ids = &b.locids[at];
+		uint64_t *ids = &b->locids[at];
 		/* Samples per combination: neither, gil only, idle only, both. An
 		 * off-CPU stack is one Sample: its intervals weigh differently. */
 		int whole = p->weighted && st->offcpu_reason;
@@ -379,9 +446,9 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 		if (whole)
 			n[0] = st->count, n[1] = n[2] = n[3] = 0;
 		for (uint32_t j = 0; j < st->nframes; j++)
-			b.locids[at++] = profile_frame_key(p, st->frames[j], o->no_lines) + 1;
+			b->locids[at++] = profile_frame_key(p, st->frames[j], pl->o->no_lines) + 1;
 		for (int c = 0; c < COMBOS; c++) {
-			PSample *s = &b.samples[nsamples];
+			PSample *s = &b->samples[nsamples];
 			int64_t ns;
 
 			/* The stack's own count (trace's counted-only hits have no
@@ -391,8 +458,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 			perftools__profiles__sample__init(s);
 			s->n_location_id = st->nframes;
 			s->location_id = ids;
-			s->n_value = nvals;
-			s->value = &b.values[nvals * nsamples];
+			s->n_value = pl->nvals;
+			s->value = &b->values[pl->nvals * nsamples];
 			/* On-CPU samples each weigh one period, weighted or not. */
 			ns = (int64_t)(whole ? st->weight_ns : n[c] * p->period_ns);
 			s->value[0] = (int64_t)n[c];
@@ -402,54 +469,42 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 				s->value[2] = st->offcpu_reason ? ns : 0;
 				s->value[3] = ns;
 			}
-			s->label = &b.labelp[LABELS_PER * nsamples];
-			s->n_label = 0;
-			s->label[s->n_label++] = (PLabel *)&tl[0];
-			s->label[s->n_label++] = (PLabel *)&tl[1];
-			if (*b.strtab[tl[2].str])
-				s->label[s->n_label++] = (PLabel *)&tl[2];
-			s->label[s->n_label++] = (PLabel *)&tl[3];
-			if (*b.strtab[tl[4].str])
-				s->label[s->n_label++] = (PLabel *)&tl[4];
-			if (c & 1)
-				s->label[s->n_label++] = &b.labels[lgil];
-			if (c & 2)
-				s->label[s->n_label++] = &b.labels[lidle];
-			if (whole && st->offcpu_reason < OFFCPU__COUNT)
-				s->label[s->n_label++] = &b.rlabels[st->offcpu_reason];
-			for (int k = 0; k < PROF_PROC_LABELS; k++) {
-				PLabel *pl = &b.plabels[PROF_PROC_LABELS * st->thread + k];
-
-				if (pl->key)
-					s->label[s->n_label++] = pl;
-			}
-			for (uint32_t k = 0; k < p->nlabels && k < PROF_LABELS; k++)
-				s->label[s->n_label++] = &b.glabels[k];
-			b.samplep[nsamples++] = s;
+			s->label = &b->labelp[LABELS_PER * nsamples];
+			sample_labels(b, pl, s, st, c, whole);
+			b->samplep[nsamples++] = s;
 		}
 	}
+	pl->nsamples = nsamples;
+}
 
+static void build_value_types(struct build *b, const struct plan *pl)
+{
 	for (int i = 0; i < 5; i++)
-		perftools__profiles__value_type__init(&b.vt[i]);
-	b.vt[0].type = SID(S_SAMPLES);
-	b.vt[0].unit = SID(S_COUNT);
-	b.vt[1].type = b.vt[2].type = SID(S_CLOCK);
-	b.vt[1].unit = b.vt[2].unit = SID(S_NS);
-	b.vtp[0] = &b.vt[0];
-	b.vtp[1] = &b.vt[1];
-	if (p->weighted) { /* samples/count, cpu/ns, off-cpu/ns, wall/ns */
-		b.vt[1].type = SID(S_CPU);
-		b.vt[3].type = SID(S_OFFCPU);
-		b.vt[4].type = SID(S_WALL);
-		b.vt[3].unit = b.vt[4].unit = SID(S_NS);
-		b.vtp[2] = &b.vt[3];
-		b.vtp[3] = &b.vt[4];
+		perftools__profiles__value_type__init(&b->vt[i]);
+	b->vt[0].type = SID(S_SAMPLES);
+	b->vt[0].unit = SID(S_COUNT);
+	b->vt[1].type = b->vt[2].type = SID(S_CLOCK);
+	b->vt[1].unit = b->vt[2].unit = SID(S_NS);
+	b->vtp[0] = &b->vt[0];
+	b->vtp[1] = &b->vt[1];
+	if (pl->p->weighted) { /* samples/count, cpu/ns, off-cpu/ns, wall/ns */
+		b->vt[1].type = SID(S_CPU);
+		b->vt[3].type = SID(S_OFFCPU);
+		b->vt[4].type = SID(S_WALL);
+		b->vt[3].unit = b->vt[4].unit = SID(S_NS);
+		b->vtp[2] = &b->vt[3];
+		b->vtp[3] = &b->vt[4];
 	}
+}
 
-	/* One mapping that says every location is already symbolized; without
-	 * it pprof looks for a binary to symbolize against and complains. */
-	for (uint32_t i = 0; i < nmaps; i++) {
-		PMapping *m = &b.maps[i];
+/* One mapping that says every location is already symbolized; without it
+ * pprof looks for a binary to symbolize against and complains. */
+static void build_mappings(struct build *b, const struct plan *pl)
+{
+	const struct profile *p = pl->p;
+
+	for (uint32_t i = 0; i < pl->nmaps; i++) {
+		PMapping *m = &b->maps[i];
 
 		perftools__profiles__mapping__init(m);
 		m->id = i + 1;
@@ -465,35 +520,80 @@ int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 			m->file_offset = pm->offset;
 			m->has_line_numbers = 0;
 		}
-		b.mapp[i] = m;
+		b->mapp[i] = m;
 	}
+}
 
-	perftools__profiles__profile__init(&b.prof);
-	b.prof.n_mapping = nmaps;
-	b.prof.mapping = b.mapp;
-	b.prof.n_sample_type = nvals;
-	b.prof.sample_type = b.vtp;
-	b.prof.n_sample = nsamples;
-	b.prof.sample = b.samplep;
-	b.prof.n_location = nloc;
-	b.prof.location = b.locp;
-	b.prof.n_function = p->nfuncs;
-	b.prof.function = b.funcp;
-	b.prof.n_string_table = tstr + 3 * (size_t)p->nthreads + nrooted;
-	b.prof.string_table = b.strtab;
+/* The Profile message over the tables built above. */
+static void build_profile(struct build *b, const struct plan *pl)
+{
+	const struct profile *p = pl->p;
+
+	perftools__profiles__profile__init(&b->prof);
+	b->prof.n_mapping = pl->nmaps;
+	b->prof.mapping = b->mapp;
+	b->prof.n_sample_type = pl->nvals;
+	b->prof.sample_type = b->vtp;
+	b->prof.n_sample = pl->nsamples;
+	b->prof.sample = b->samplep;
+	b->prof.n_location = pl->nloc;
+	b->prof.location = b->locp;
+	b->prof.n_function = p->nfuncs;
+	b->prof.function = b->funcp;
+	b->prof.n_string_table = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted;
+	b->prof.string_table = b->strtab;
 	if (p->window_end_ns > p->window_start_ns) { /* record --rotate: its window */
-		b.prof.time_nanos = (int64_t)p->window_start_ns + p->realtime_off;
-		b.prof.duration_nanos = (int64_t)(p->window_end_ns - p->window_start_ns);
+		b->prof.time_nanos = (int64_t)p->window_start_ns + p->realtime_off;
+		b->prof.duration_nanos = (int64_t)(p->window_end_ns - p->window_start_ns);
 	} else if (p->total) {
-		b.prof.time_nanos = (int64_t)p->first_ns + p->realtime_off;
-		b.prof.duration_nanos = (int64_t)(p->last_ns - p->first_ns + p->period_ns);
+		b->prof.time_nanos = (int64_t)p->first_ns + p->realtime_off;
+		b->prof.duration_nanos = (int64_t)(p->last_ns - p->first_ns + p->period_ns);
 	}
-	b.prof.period_type = &b.vt[2];
-	b.prof.period = (int64_t)p->period_ns;
-	b.prof.default_sample_type = SID(S_SAMPLES);
+	b->prof.period_type = &b->vt[2];
+	b->prof.period = (int64_t)p->period_ns;
+	b->prof.default_sample_type = SID(S_SAMPLES);
 	if (p->weighted) /* what the profile is about: the off-CPU or the wall time */
-		b.prof.default_sample_type = SID(strcmp(p->clock, "offcpu") ? S_WALL : S_OFFCPU);
+		b->prof.default_sample_type = SID(strcmp(p->clock, "offcpu") ? S_WALL : S_OFFCPU);
+}
+
 #undef SID
+
+int pprof_write(FILE *f, const struct profile *p, const struct profile_out_opts *o, struct diag *d)
+{
+	struct plan pl = {
+	    .p = p,
+	    .o = o,
+	    .nvals = p->weighted ? 4 : 2,
+	    .nmaps = 1 + p->nmappings,
+	    .nloc = o->no_lines ? p->nfuncs : p->nframes,
+	    .lgil = LABELS_THREAD * p->nthreads,
+	    .lidle = LABELS_THREAD * p->nthreads + 1,
+	    .tstr = p->nstrs + S__N,
+	    .root = o->source_root && *o->source_root && strcmp(o->source_root, "/")
+			? o->source_root
+			: NULL,
+	};
+	struct build b;
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc = -1;
+
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		if (p->funcs[i].kind == FRAME_KIND_KERNEL) {
+			pl.nmaps++;
+			break;
+		}
+	memset(&b, 0, sizeof(b));
+	if (build_alloc(&b, &pl, d))
+		goto out;
+	build_strings(&b, &pl);
+	if (build_functions(&b, &pl, d) || build_labels(&b, &pl, d))
+		goto out;
+	build_locations(&b, &pl);
+	build_samples(&b, &pl);
+	build_value_types(&b, &pl);
+	build_mappings(&b, &pl);
+	build_profile(&b, &pl);
 
 	len = protobuf_c_message_get_packed_size(&b.prof.base);
 	buf = malloc(len ? len : 1);
