@@ -966,35 +966,150 @@ static int ext_reap(pid_t pid, double deadline)
 	}
 }
 
-static int run_external(struct oracle_window *w, struct oracle_result *r, struct diag *d)
+/* One run of an external sampler: its stacks of the attempt being read
+ * (a grouped tool's threads until its 'E' line), and its window. */
+struct ext_run {
+	struct rule_frame *fr;	/* BPFPY_MAX_DEPTH: the line being parsed */
+	struct rule_frame *att; /* MAX_THREADS * BPFPY_MAX_DEPTH */
+	char **att_lines;	/* MAX_THREADS: each stack's line (names point in) */
+	int att_n[MAX_THREADS]; /* frames per stack */
+	int att_tid[MAX_THREADS];
+	int natt;
+	pid_t pid;
+	double start, deadline, hard; /* the window, and when we stop reading */
+	int late, grouped, ended;
+};
+
+static void ext_drop_attempt(struct ext_run *e)
+{
+	for (int i = 0; i < e->natt; i++)
+		free(e->att_lines[i]);
+	e->natt = 0;
+}
+
+static void ext_run_free(struct ext_run *e)
+{
+	if (e->att_lines)
+		ext_drop_attempt(e);
+	free(e->fr);
+	free(e->att);
+	free(e->att_lines);
+}
+
+/* The tool, in its own process group (its children end with it), with its
+ * stdout on fds[1] and the target and the plan in its environment. */
+static pid_t ext_spawn(const struct oracle_window *w, const char *cmd, int fds[2])
 {
 	const struct oracle_plan *pl = w->p;
-	char cmd[8192], env[4][64], *line = NULL;
-	struct rule_frame *fr = calloc(BPFPY_MAX_DEPTH, sizeof(*fr));
-	struct rule_frame *att = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*att));
-	char **att_lines = calloc(MAX_THREADS, sizeof(char *));
-	struct ext_reader x = {.buf = malloc(EXT_LINE_MAX + 1)};
-	int att_n[MAX_THREADS], att_tid[MAX_THREADS], natt = 0, fds[2] = {-1, -1}, st, ended = 0,
-						      grouped = 0, rc;
-	double start, deadline = INFINITY, spawn, hard;
-	struct oracle_plog *lg = calloc(1, sizeof(*lg));
-	double off0, off1;
-	int late = 0;
+	char env[4][64];
 	pid_t pid;
 
-	if (!lg || !fr || !att || !att_lines || !x.buf || pipe2(fds, O_CLOEXEC)) {
-		free(lg);
-		free(fr);
-		free(att);
-		free(att_lines);
-		free(x.buf);
-		return diag_errno(d, errno ? errno : ENOMEM, "oracle external");
-	}
-	expand(w->mode->cmd, w, cmd, sizeof(cmd));
 	snprintf(env[0], sizeof(env[0]), "%d", w->t->pid);
 	snprintf(env[1], sizeof(env[1]), "%.0f", pl->rate_khz * 1000);
 	snprintf(env[2], sizeof(env[2]), "%g", pl->o->duration);
 	snprintf(env[3], sizeof(env[3]), "%d", pl->o->poisson);
+	pid = fork();
+	if (pid)
+		return pid;
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	dup2(fds[1], 1);
+	setenv("BPFPY_PID", env[0], 1);
+	setenv("BPFPY_RATE_HZ", env[1], 1);
+	setenv("BPFPY_DURATION", env[2], 1);
+	setenv("BPFPY_POISSON", env[3], 1);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	_exit(127);
+}
+
+/* 'S [late SECS] [grouped]': the tool starts sampling now, so the window
+ * begins (its start-up is not in the slowdown). 'late SECS': it sampled the
+ * SECS before this line and its stacks follow (a tool that writes its
+ * profile at the end). */
+static void ext_on_start(struct ext_run *e, const char *line, double now, double duration)
+{
+	const char *lt = strstr(line, "late");
+	double ago = lt ? strtod(lt + 4, NULL) : 0;
+
+	e->start = now;
+	e->deadline = e->start + duration;
+	if (lt && ago > 0 && ago <= duration + EXT_START_S) {
+		e->late = 1;
+		e->start = now - ago;
+		e->deadline = now;
+	}
+	e->hard = (e->late ? now : e->deadline) + EXT_GRACE_S;
+	e->grouped = strstr(line, "grouped") != NULL;
+}
+
+/* One line of the protocol after 'S' (takes line). A stack is kept until its
+ * attempt ends: at once for an ungrouped tool, at 'E' for a grouped one. */
+static void ext_on_line(struct oracle_window *w, struct oracle_result *r, struct ext_run *e,
+			char *line, double now)
+{
+	struct ext_line el;
+	enum ext_kind k = oracle_ext_parse(line, &el, e->fr, BPFPY_MAX_DEPTH);
+
+	/* A tool that overruns: what it says after the deadline (plus the
+	 * pipe's latency) is not counted. */
+	if (!e->late && now > e->deadline + 0.25) {
+		if (!e->ended) {
+			kill(-e->pid, SIGTERM);
+			e->ended = 1;
+		}
+		free(line);
+		return;
+	}
+	if (k == EXT_ERROR) {
+		r->attempts++;
+		r->errors++;
+		ext_drop_attempt(e);
+	} else if (k == EXT_STACK && e->natt < MAX_THREADS) {
+		memcpy(e->att + (size_t)e->natt * BPFPY_MAX_DEPTH, e->fr,
+		       (size_t)el.nframes * sizeof(*e->fr));
+		e->att_lines[e->natt] = line; /* names point into line: keep it */
+		line = NULL;
+		e->att_n[e->natt] = el.nframes;
+		e->att_tid[e->natt] = el.tid;
+		e->natt++;
+	}
+	free(line);
+	if (k == EXT_END || (k == EXT_STACK && !e->grouped)) {
+		r->attempts++;
+		r->samples++;
+		if (k == EXT_END && !isnan(el.us)) {
+			oracle_result_us(r, el.us);
+			r->us_sampler_sum += el.us;
+		}
+		for (int i = 0; i < e->natt; i++)
+			account(w, r, e->att + (size_t)i * BPFPY_MAX_DEPTH, e->att_n[i],
+				e->att_tid[i]);
+		ext_drop_attempt(e);
+	}
+}
+
+/* An external sampler: the tool-absent half of the slowdown first, then the
+ * tool, its lines read to its deadline, then it is reaped. */
+static int run_external(struct oracle_window *w, struct oracle_result *r, struct diag *d)
+{
+	const struct oracle_plan *pl = w->p;
+	char cmd[8192], *line = NULL;
+	struct ext_run e = {
+	    .fr = calloc(BPFPY_MAX_DEPTH, sizeof(*e.fr)),
+	    .att = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*e.att)),
+	    .att_lines = calloc(MAX_THREADS, sizeof(char *)),
+	    .deadline = INFINITY,
+	};
+	struct ext_reader x = {.buf = malloc(EXT_LINE_MAX + 1), .fd = -1};
+	struct oracle_plog *lg = calloc(1, sizeof(*lg));
+	int fds[2] = {-1, -1}, st, rc;
+	double off0, off1;
+
+	if (!lg || !e.fr || !e.att || !e.att_lines || !x.buf || pipe2(fds, O_CLOEXEC)) {
+		rc = diag_errno(d, errno ? errno : ENOMEM, "oracle external");
+		goto out;
+	}
+	expand(w->mode->cmd, w, cmd, sizeof(cmd));
 	/* The tool-absent half of the slowdown (oracle_gate.h), just before
 	 * the tool starts, as long as its window. */
 	if (oracle_plog_start(lg, w->t->progress))
@@ -1002,131 +1117,52 @@ static int run_external(struct oracle_window *w, struct oracle_result *r, struct
 	off0 = mono_s();
 	oracle_sleep_until(off0 + pl->o->duration);
 	off1 = mono_s();
-	spawn = mono_s();
-	hard = spawn + EXT_START_S + pl->o->duration;
-	pid = fork();
-	if (pid < 0) {
+	e.start = mono_s();
+	e.hard = e.start + EXT_START_S + pl->o->duration;
+	e.pid = ext_spawn(w, cmd, fds);
+	if (e.pid < 0) {
 		oracle_plog_stop(lg);
-		free(lg);
 		close(fds[0]);
 		close(fds[1]);
-		free(fr);
-		free(att);
-		free(att_lines);
-		free(x.buf);
-		return diag_errno(d, errno, "fork");
+		rc = diag_errno(d, errno, "fork");
+		goto out;
 	}
-	if (!pid) {
-		/* Its own group: the tool's children end with it. */
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(fds[1], 1);
-		setenv("BPFPY_PID", env[0], 1);
-		setenv("BPFPY_RATE_HZ", env[1], 1);
-		setenv("BPFPY_DURATION", env[2], 1);
-		setenv("BPFPY_POISSON", env[3], 1);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	setpgid(pid, pid);
+	setpgid(e.pid, e.pid);
 	close(fds[1]);
 	x.fd = fds[0];
-	start = spawn;
-	while ((rc = ext_next_line(&x, hard, &line)) > 0) {
-		struct ext_line el;
-		enum ext_kind k;
-		double now = mono_s();
-
+	while ((rc = ext_next_line(&x, e.hard, &line)) > 0) {
 		if (line[0] == 'S' && (line[1] == ' ' || !line[1])) {
-			/* The tool starts sampling now: the window begins
-			 * (its start-up is not in the slowdown). 'S late SECS':
-			 * it sampled the SECS before this line and its stacks
-			 * follow (a tool that writes its profile at the end). */
-			const char *lt = strstr(line, "late");
-			double ago = lt ? strtod(lt + 4, NULL) : 0;
-
-			start = now;
-			deadline = start + pl->o->duration;
-			if (lt && ago > 0 && ago <= pl->o->duration + EXT_START_S) {
-				late = 1;
-				start = now - ago;
-				deadline = now;
-			}
-			hard = (late ? now : deadline) + EXT_GRACE_S;
-			grouped = strstr(line, "grouped") != NULL;
+			ext_on_start(&e, line, mono_s(), pl->o->duration);
 			free(line);
-			continue;
+		} else {
+			ext_on_line(w, r, &e, line, mono_s());
 		}
-		k = oracle_ext_parse(line, &el, fr, BPFPY_MAX_DEPTH);
-		/* A tool that overruns: what it says after the deadline (plus
-		 * the pipe's latency) is not counted. */
-		if (!late && now > deadline + 0.25) {
-			if (!ended) {
-				kill(-pid, SIGTERM);
-				ended = 1;
-			}
-			free(line);
-			continue;
-		}
-		if (k == EXT_ERROR) {
-			r->attempts++;
-			r->errors++;
-			for (int i = 0; i < natt; i++)
-				free(att_lines[i]);
-			natt = 0;
-		} else if (k == EXT_STACK && natt < MAX_THREADS) {
-			memcpy(att + (size_t)natt * BPFPY_MAX_DEPTH, fr,
-			       (size_t)el.nframes * sizeof(*fr));
-			/* names point into line: keep the line */
-			att_lines[natt] = line;
-			line = NULL;
-			att_n[natt] = el.nframes;
-			att_tid[natt] = el.tid;
-			natt++;
-		}
-		free(line);
 		line = NULL;
-		if (k == EXT_END || (k == EXT_STACK && !grouped)) {
-			r->attempts++;
-			r->samples++;
-			if (k == EXT_END && !isnan(el.us)) {
-				oracle_result_us(r, el.us);
-				r->us_sampler_sum += el.us;
-			}
-			for (int i = 0; i < natt; i++) {
-				account(w, r, att + (size_t)i * BPFPY_MAX_DEPTH, att_n[i],
-					att_tid[i]);
-				free(att_lines[i]);
-			}
-			natt = 0;
-		}
 	}
 	oracle_plog_stop(lg);
-	r->elapsed = fmin(mono_s(), deadline) - start;
-	if (!oracle_plog_slowdown(lg, off0, off1, start, start + r->elapsed, &r->slowdown,
+	r->elapsed = fmin(mono_s(), e.deadline) - e.start;
+	if (!oracle_plog_slowdown(lg, off0, off1, e.start, e.start + r->elapsed, &r->slowdown,
 				  &r->slowdown_ci, &r->progress_rate, &r->off_rate))
 		r->pairs = 0; /* unpaired: see oracle_gate.h */
-	free(lg);
-	for (int i = 0; i < natt; i++)
-		free(att_lines[i]);
 	close(x.fd);
 	if (rc < 0) {
 		/* Silent past every deadline: it is not waited for. */
-		kill(-pid, SIGKILL);
-		ended = 1;
+		kill(-e.pid, SIGKILL);
+		e.ended = 1;
 		snprintf(r->note, sizeof(r->note), "external sampler %s at its deadline",
-			 isinf(deadline) ? "had not begun sampling" : "was still running");
+			 isinf(e.deadline) ? "had not begun sampling" : "was still running");
 	}
-	st = ext_reap(pid, mono_s() + EXT_GRACE_S);
-	if (!ended && (!WIFEXITED(st) || WEXITSTATUS(st)))
+	st = ext_reap(e.pid, mono_s() + EXT_GRACE_S);
+	if (!e.ended && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		snprintf(r->note, sizeof(r->note), "external sampler exited with status %d",
 			 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 	r->us_target_known = 0;
-	free(fr);
-	free(att);
-	free(att_lines);
+	rc = 0;
+out:
+	free(lg);
 	free(x.buf);
-	return 0;
+	ext_run_free(&e);
+	return rc;
 }
 
 int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct diag *d)
