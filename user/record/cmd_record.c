@@ -282,6 +282,52 @@ static const struct argp_option options[] = {
     {0},
 };
 
+/* --clock: cpu, offcpu (1), wall (2) or snapshot (o->wall). */
+static void parse_clock(struct record_opts *o, const char *arg, struct argp_state *state)
+{
+	o->wall = o->offcpu = 0;
+	if (!strcmp(arg, "wall"))
+		o->offcpu = 2; /* or the snapshot clock, with --idle: see check_combinations */
+	else if (!strcmp(arg, "offcpu"))
+		o->offcpu = 1;
+	else if (!strcmp(arg, "snapshot"))
+		o->wall = 1;
+	else if (strcmp(arg, "cpu"))
+		argp_error(state, "--clock must be cpu, offcpu, wall or snapshot");
+}
+
+/* What the options mean together, once all are read: a target, and no
+ * pair of options that cannot both hold. */
+static void check_combinations(struct record_opts *o, struct argp_state *state)
+{
+	if (!o->sel.npids && !o->sel.all && !o->cmd)
+		argp_error(state, "give -p PID or -a, or -- CMD ARGS...");
+	if (o->cmd && (o->sel.npids || o->sel.all))
+		argp_error(state, "-- CMD launches its own target: no -p or -a with it");
+	if (o->idle && o->offcpu == 2) { /* --clock wall --idle: the snapshot clock */
+		o->offcpu = 0;
+		o->wall = 1;
+	}
+	if (o->idle && !o->wall)
+		argp_error(state, "--idle goes with --clock wall");
+	if (o->min_block_us > 0 && !o->offcpu)
+		argp_error(state, "--min-block-us goes with --clock offcpu or wall");
+	if (o->gil && o->wall)
+		argp_error(state, "--gil goes with --clock cpu, offcpu or wall");
+	if ((o->native || o->kernel) && (o->wall || o->offcpu))
+		argp_error(state, "--native and --kernel go with --clock cpu (not offcpu, "
+				  "wall, snapshot)");
+	if (o->async_all && !o->wall)
+		argp_error(state, "--async-mode all samples every task at the snapshot "
+				  "clock's ticks: give --clock snapshot");
+	if (o->async && (o->native || o->kernel || o->cost_floor))
+		argp_error(state, "--async does not go with --native, --kernel or "
+				  "--cost-floor");
+	if (o->cost_floor && (o->wall || o->offcpu || o->native || o->kernel || o->phases))
+		argp_error(state, "--cost-floor goes with --clock cpu alone (no --native, "
+				  "--kernel, --phases)");
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -299,15 +345,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->poisson_factor = (unsigned)cli_long(state, arg, 2, 64, "--poisson-factor");
 		break;
 	case OPT_CLOCK:
-		o->wall = o->offcpu = 0;
-		if (!strcmp(arg, "wall"))
-			o->offcpu = 2; /* or the snapshot clock, with --idle: see ARGP_KEY_END */
-		else if (!strcmp(arg, "offcpu"))
-			o->offcpu = 1;
-		else if (!strcmp(arg, "snapshot"))
-			o->wall = 1;
-		else if (strcmp(arg, "cpu"))
-			argp_error(state, "--clock must be cpu, offcpu, wall or snapshot");
+		parse_clock(o, arg, state);
 		break;
 	case OPT_GIL:
 		o->gil = 1;
@@ -395,32 +433,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		state->child_inputs[1] = &o->rot;
 		break;
 	case ARGP_KEY_END:
-		if (!o->sel.npids && !o->sel.all && !o->cmd)
-			argp_error(state, "give -p PID or -a, or -- CMD ARGS...");
-		if (o->cmd && (o->sel.npids || o->sel.all))
-			argp_error(state, "-- CMD launches its own target: no -p or -a with it");
-		if (o->idle && o->offcpu == 2) { /* --clock wall --idle: the snapshot clock */
-			o->offcpu = 0;
-			o->wall = 1;
-		}
-		if (o->idle && !o->wall)
-			argp_error(state, "--idle goes with --clock wall");
-		if (o->min_block_us > 0 && !o->offcpu)
-			argp_error(state, "--min-block-us goes with --clock offcpu or wall");
-		if (o->gil && o->wall)
-			argp_error(state, "--gil goes with --clock cpu, offcpu or wall");
-		if ((o->native || o->kernel) && (o->wall || o->offcpu))
-			argp_error(state, "--native and --kernel go with --clock cpu (not offcpu, "
-					  "wall, snapshot)");
-		if (o->async_all && !o->wall)
-			argp_error(state, "--async-mode all samples every task at the snapshot "
-					  "clock's ticks: give --clock snapshot");
-		if (o->async && (o->native || o->kernel || o->cost_floor))
-			argp_error(state, "--async does not go with --native, --kernel or "
-					  "--cost-floor");
-		if (o->cost_floor && (o->wall || o->offcpu || o->native || o->kernel || o->phases))
-			argp_error(state, "--cost-floor goes with --clock cpu alone (no --native, "
-					  "--kernel, --phases)");
+		check_combinations(o, state);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -478,6 +491,56 @@ static void name_pending(struct rec_ctx *c, struct rec_target *t, const struct s
 	}
 }
 
+/* A sample not kept, counted by why: its process unknown, its walk failed,
+ * its thread idle (without --idle), or not the GIL's (--gil). */
+static int dropped(struct rec_ctx *c, struct rec_target *t, const struct sample_hdr *h)
+{
+	if (!t) { /* gone, or taken before an exec */
+		c->unknown_pid++;
+		return 1;
+	}
+	if (h->flags & SAMPLE_ERROR) {
+		c->errors++;
+		t->errors++;
+		c->err_by_cause[h->err < WALK_ERR__COUNT ? h->err : 0]++;
+		return 1;
+	}
+	if ((h->flags & SAMPLE_IDLE) && !c->o->idle) {
+		c->dropped_idle++;
+		t->idle++;
+		return 1;
+	}
+	if (c->o->gil &&
+	    (h->offcpu_reason ? h->offcpu_reason != OFFCPU_GIL : !(h->flags & SAMPLE_GIL_HELD))) {
+		c->dropped_gil++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Threads the profile met for the first time: their names while they
+ * live. Counted by the profile's thread table, so the per-sample path pays
+ * no lookup. */
+static void name_new_threads(struct rec_ctx *c)
+{
+	for (; c->named < c->prof->nthreads; c->named++) {
+		const struct prof_thread *th = &c->prof->threads[c->named];
+		struct rec_target *nt = targets_find(c->ts, (pid_t)th->pid);
+		const char *pyname =
+		    nt && nt->proc ? py_tnames_lookup(nt->proc, &nt->tnames, th->tid) : NULL;
+		char name[64];
+
+		/* The threading name where it is read, else the OS name. */
+		if (!pyname) {
+			proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
+			if (nt && nt->proc && nt->proc->extra.obj.keys_model &&
+			    c->npend < PEND_NAMES)
+				c->pend[c->npend++] = (struct pend_name){th->pid, th->tid, 0};
+		}
+		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
+	}
+}
+
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct rec_ctx *c = arg;
@@ -497,26 +560,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	uint32_t nasync = 0;
 	int unnamed = 0;
 
-	if (!t) { /* gone, or taken before an exec */
-		c->unknown_pid++;
+	if (dropped(c, t, h))
 		return 0;
-	}
-	if (h->flags & SAMPLE_ERROR) {
-		c->errors++;
-		t->errors++;
-		c->err_by_cause[h->err < WALK_ERR__COUNT ? h->err : 0]++;
-		return 0;
-	}
-	if ((h->flags & SAMPLE_IDLE) && !c->o->idle) {
-		c->dropped_idle++;
-		t->idle++;
-		return 0;
-	}
-	if (c->o->gil &&
-	    (h->offcpu_reason ? h->offcpu_reason != OFFCPU_GIL : !(h->flags & SAMPLE_GIL_HELD))) {
-		c->dropped_gil++;
-		return 0;
-	}
 	if (tr && (!t->async || !t->proc)) /* sampled without, or gone */
 		tr = NULL;
 	if (tr) {
@@ -583,25 +628,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	 * its next sample on. */
 	if (c->npend)
 		name_pending(c, t, h);
-	/* Threads the profile met for the first time: their names while they
-	 * live. Counted by the profile's thread table, so the per-sample path
-	 * pays no lookup. */
-	for (; c->named < c->prof->nthreads; c->named++) {
-		const struct prof_thread *th = &c->prof->threads[c->named];
-		struct rec_target *nt = targets_find(c->ts, (pid_t)th->pid);
-		const char *pyname =
-		    nt && nt->proc ? py_tnames_lookup(nt->proc, &nt->tnames, th->tid) : NULL;
-		char name[64];
-
-		/* The threading name where it is read, else the OS name. */
-		if (!pyname) {
-			proc_thread_comm((pid_t)th->pid, (pid_t)th->tid, name, sizeof(name));
-			if (nt && nt->proc && nt->proc->extra.obj.keys_model &&
-			    c->npend < PEND_NAMES)
-				c->pend[c->npend++] = (struct pend_name){th->pid, th->tid, 0};
-		}
-		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
-	}
+	name_new_threads(c);
 	return 0;
 }
 
@@ -1001,6 +1028,185 @@ static const char *common_root(const struct target_set *ts)
 	return root && strcmp(root, "/") ? root : NULL;
 }
 
+/* The output formats, one per -o (or stdout's), refused before anything is
+ * opened or sampled when they cannot go together. */
+static int record_formats(const struct record_opts *o, const struct profile_format **formats)
+{
+	if (o->rot.every_s &&
+	    (o->noutputs != 1 || (o->format && o->format->flags & PROFILE_FMT_STREAM))) {
+		fprintf(stderr, "bpfpy record: --rotate writes windows into one directory: one -o "
+				"DIR/, and -f FORMAT (not raw) for a file besides the pprof\n");
+		return EXIT_USAGE;
+	}
+	if (o->format && o->noutputs > 1) {
+		fprintf(stderr, "bpfpy record: -f goes with one -o; with several, each file's "
+				"extension names its format\n");
+		return EXIT_USAGE;
+	}
+	for (int i = 0, have_raw = 0; i < (o->noutputs ? o->noutputs : 1); i++) {
+		const char *path = o->noutputs ? o->outputs[i] : NULL;
+		const struct profile_format *format;
+
+		format = formats[i] = o->format	       ? o->format
+				      : o->rot.every_s ? profile_format_find("pprof", 0)
+				      : path	       ? profile_format_for_path(path)
+						       : profile_format_find("collapsed", 0);
+		if (!format) {
+			char *known = profile_format_list(0, 1, 0);
+
+			fprintf(stderr,
+				"bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
+				path, known ? known : "");
+			free(known);
+			return EXIT_USAGE;
+		}
+		/* One stream: a second would only repeat it. */
+		if ((format->flags & PROFILE_FMT_STREAM) && have_raw++) {
+			fprintf(stderr, "bpfpy record: one raw output at most\n");
+			return EXIT_USAGE;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* The profile and the buffers the drain names frames into. */
+static int record_prepare(struct rec_ctx *c, const struct profile_format **formats, struct diag *d)
+{
+	const struct record_opts *o = c->o;
+	int ordered = 0;
+
+	c->frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c->frames)); /* + an off-CPU reason */
+	c->prof = profile_new((uint64_t)(1e9 / o->rate_hz), o->offcpu == 1	   ? "offcpu"
+							    : o->wall || o->offcpu ? "wall"
+										   : "cpu");
+	if (o->native || o->kernel) {
+		c->ns = native_syms_new();
+		c->sc = splice_scratch_new();
+	}
+	if (!c->frames || !c->prof || ((o->native || o->kernel) && (!c->ns || !c->sc)))
+		return diag_errno(d, ENOMEM, "record");
+	/* Only speedscope writes the profile's samples in time order (raw is
+	 * streamed, not kept). For the others the order is memory spent for
+	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
+	for (int i = 0; i < (o->noutputs ? o->noutputs : 1); i++)
+		ordered |= !!(formats[i]->flags & PROFILE_FMT_ORDERED);
+	if (!ordered)
+		profile_set_max_ordered(c->prof, 0);
+	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
+	profile_set_weighted(c->prof, o->offcpu != 0);
+	/* The fleet's labels go with --rotate only: raw's trailer does not
+	 * carry them yet, and convert must rebuild record's pprof exactly. */
+	if (c->rot && record_label_host(c->prof, c->rot))
+		return diag_errno(d, ENOMEM, "record");
+	return 0;
+}
+
+static int record_open_sampler(struct bpf_sampler **s, const struct record_opts *o, struct diag *d)
+{
+	struct bpf_sampler_opts so = {
+	    .rate_hz = o->rate_hz,
+	    .poisson = o->poisson && !o->wall,
+	    .poisson_factor = o->poisson_factor,
+	    .ringbuf_mb = o->ringbuf_mb,
+	    .verbose = o->verbose,
+	    .wall = o->wall,
+	    .targets_grow = o->sel.all || o->sel.children || o->cmd,
+	    .offcpu = o->offcpu,
+	    .min_block_ns = (uint64_t)(o->min_block_us * 1000),
+	    .native = o->native,
+	    .kernel = o->kernel,
+	    .phases = o->phases,
+	    .cost_floor = o->cost_floor,
+	};
+
+	return bpf_sampler_open(s, &so, d);
+}
+
+/* The targets: -p's, the launched command (registered while still stopped,
+ * so sampled from its start), then the scan (-a, --subprocesses). Returns an
+ * exit code. */
+static int record_add_targets(struct rec_ctx *c, struct launch *l, struct diag *d)
+{
+	const struct record_opts *o = c->o;
+	struct target_set *ts = c->ts;
+
+	for (int i = 0; i < o->sel.npids; i++)
+		if (targets_add(ts, o->sel.pids[i], d))
+			return diag_report(d);
+	if (o->cmd) {
+		int r;
+
+		if (launch_start(l, o->cmd, d))
+			return diag_report(d);
+		ts->launched = l->pid;
+		c->launch = l;
+		l->on_ready = launch_ready;
+		l->ready_ctx = ts;
+		r = launch_until_python(l, LAUNCH_READY_S, o->quiet, 0, d);
+		if (r < 0)
+			return diag_report(d);
+		if (r == 0)
+			launch_ready(ts, l->pid);
+	}
+	targets_scan(ts);
+	for (int i = 0; o->gil && i < ts->n; i++) {
+		const struct rec_target *t = ts->t[i];
+
+		if (t->proc && !t->proc->cfg.gil_holder_addr) {
+			fprintf(stderr,
+				"bpfpy record: pid %d (CPython %s): --gil: this version does not "
+				"expose which thread holds the GIL\n",
+				t->pid, t->version);
+			return EXIT_USAGE;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* After the run: the names, now final, then every output written and
+ * committed in order (after a failed commit the files not yet committed are
+ * removed). Returns an exit code. */
+static int record_write(struct rec_ctx *c, struct out_file *of,
+			const struct profile_format **formats, struct profile_out_opts *po,
+			struct diag *d)
+{
+	const struct record_opts *o = c->o;
+	const struct target_set *ts = c->ts;
+
+	for (int i = 0; i < ts->n; i++)
+		profile_set_comm(c->prof, (uint32_t)ts->t[i]->pid, ts->t[i]->comm);
+	po->source_root = o->source_root ? o->source_root : common_root(ts);
+	name_threads_at_end(c);
+	/* Raw's trailer: the names that the other formats print. */
+	if (c->raw.f && raw_stream_end(&c->raw, c->prof, po->source_root)) {
+		diag_errno(d, errno ? errno : EIO, "writing raw samples");
+		return diag_report(d);
+	}
+	po->threads = o->threads;
+	po->no_lines = o->no_lines;
+	po->force = o->force;
+	for (int i = 0; i < (o->noutputs ? o->noutputs : 1); i++) {
+		FILE *f = o->noutputs ? of[i].f : stdout;
+
+		if (!(formats[i]->flags & PROFILE_FMT_STREAM) &&
+		    profile_format_write(formats[i], f, c->prof, po, d))
+			return diag_report(d);
+	}
+	for (int i = 0; i < o->noutputs; i++) {
+		if (out_file_commit(&of[i], d))
+			return diag_report(d);
+		if (!o->quiet)
+			/* What the file holds: stacks without frames only in raw. */
+			out_file_wrote("record", o->outputs[i],
+				       formats[i]->flags & PROFILE_FMT_STREAM ? c->samples
+									      : c->prof->total,
+				       formats[i]->name);
+	}
+	if (!o->noutputs)
+		fflush(stdout);
+	return EXIT_OK;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {.rate_hz = 1000};
@@ -1013,9 +1219,9 @@ int cmd_record(int argc, char **argv)
 	struct profile_out_opts po = {0};
 	struct out_file of[MAX_OUTPUTS] = {{0}};
 	struct diag d = {0};
-	const struct profile_format *formats[MAX_OUTPUTS], *format;
+	const struct profile_format *formats[MAX_OUTPUTS];
 	struct launch l = {.pid = -1, .tty = -1, .errpipe = -1};
-	int ret = EXIT_OK;
+	int ret;
 
 	if (launch_split_argv(&argc, argv, &o.cmd, "record"))
 		return EXIT_USAGE;
@@ -1024,40 +1230,8 @@ int cmd_record(int argc, char **argv)
 	/* Until sampling starts a signal ends us, removing the temp output. */
 	if (signals_install(&d))
 		return diag_report(&d);
-	if (o.rot.every_s &&
-	    (o.noutputs != 1 || (o.format && o.format->flags & PROFILE_FMT_STREAM))) {
-		fprintf(stderr, "bpfpy record: --rotate writes windows into one directory: one -o "
-				"DIR/, and -f FORMAT (not raw) for a file besides the pprof\n");
-		return EXIT_USAGE;
-	}
-	if (o.format && o.noutputs > 1) {
-		fprintf(stderr, "bpfpy record: -f goes with one -o; with several, each file's "
-				"extension names its format\n");
-		return EXIT_USAGE;
-	}
-	for (int i = 0, have_raw = 0; i < (o.noutputs ? o.noutputs : 1); i++) {
-		const char *path = o.noutputs ? o.outputs[i] : NULL;
-
-		format = formats[i] = o.format	      ? o.format
-				      : o.rot.every_s ? profile_format_find("pprof", 0)
-				      : path	      ? profile_format_for_path(path)
-						      : profile_format_find("collapsed", 0);
-		if (!format) {
-			char *known = profile_format_list(0, 1, 0);
-
-			fprintf(stderr,
-				"bpfpy record: cannot tell the format of '%s': give -f (%s)\n",
-				path, known ? known : "");
-			free(known);
-			return EXIT_USAGE;
-		}
-		if (format->flags & PROFILE_FMT_STREAM) {
-			if (have_raw++) { /* one stream: a second would only repeat it */
-				fprintf(stderr, "bpfpy record: one raw output at most\n");
-				return EXIT_USAGE;
-			}
-		}
-	}
+	if ((ret = record_formats(&o, formats)) != EXIT_OK)
+		return ret;
 	/* Refuse an unwritable or existing output before sampling anything. */
 	po.threads = o.threads;
 	po.no_lines = o.no_lines;
@@ -1078,101 +1252,13 @@ int cmd_record(int argc, char **argv)
 	ts.children = o.sel.children;
 	ts.verbose = o.verbose;
 	ts.async = o.async;
-	c.frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c.frames)); /* + an off-CPU reason */
-	c.prof = profile_new((uint64_t)(1e9 / o.rate_hz), o.offcpu == 1	       ? "offcpu"
-							  : o.wall || o.offcpu ? "wall"
-									       : "cpu");
-	if (o.native || o.kernel) {
-		c.ns = native_syms_new();
-		c.sc = splice_scratch_new();
-	}
-	if (!c.frames || !c.prof || ((o.native || o.kernel) && (!c.ns || !c.sc))) {
-		diag_errno(&d, ENOMEM, "record");
+	if (record_prepare(&c, formats, &d) || record_open_sampler(&s, &o, &d)) {
 		ret = diag_report(&d);
 		goto out;
-	}
-	/* Only speedscope writes the profile's samples in time order (raw is
-	 * streamed, not kept). For the others the order is memory spent for
-	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
-	{
-		int ordered = 0;
-
-		for (int i = 0; i < (o.noutputs ? o.noutputs : 1); i++)
-			ordered |= !!(formats[i]->flags & PROFILE_FMT_ORDERED);
-		if (!ordered)
-			profile_set_max_ordered(c.prof, 0);
-	}
-	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
-	profile_set_weighted(c.prof, o.offcpu != 0);
-	/* The fleet's labels go with --rotate only: raw's trailer does not
-	 * carry them yet, and convert must rebuild record's pprof exactly. */
-	if (c.rot && record_label_host(c.prof, c.rot)) {
-		diag_errno(&d, ENOMEM, "record");
-		ret = diag_report(&d);
-		goto out;
-	}
-	{
-		struct bpf_sampler_opts so = {
-		    .rate_hz = o.rate_hz,
-		    .poisson = o.poisson && !o.wall,
-		    .poisson_factor = o.poisson_factor,
-		    .ringbuf_mb = o.ringbuf_mb,
-		    .verbose = o.verbose,
-		    .wall = o.wall,
-		    .targets_grow = o.sel.all || o.sel.children || o.cmd,
-		    .offcpu = o.offcpu,
-		    .min_block_ns = (uint64_t)(o.min_block_us * 1000),
-		    .native = o.native,
-		    .kernel = o.kernel,
-		    .phases = o.phases,
-		    .cost_floor = o.cost_floor,
-		};
-
-		if (bpf_sampler_open(&s, &so, &d)) {
-			ret = diag_report(&d);
-			goto out;
-		}
 	}
 	ts.sampler = s;
-	for (int i = 0; i < o.sel.npids; i++) {
-		if (targets_add(&ts, o.sel.pids[i], &d)) {
-			ret = diag_report(&d);
-			goto out;
-		}
-	}
-	if (o.cmd) {
-		int r;
-
-		if (launch_start(&l, o.cmd, &d)) {
-			ret = diag_report(&d);
-			goto out;
-		}
-		ts.launched = l.pid;
-		c.launch = &l;
-		l.on_ready = launch_ready;
-		l.ready_ctx = &ts;
-		r = launch_until_python(&l, LAUNCH_READY_S, o.quiet, 0, &d);
-		if (r < 0) {
-			ret = diag_report(&d);
-			goto out;
-		}
-		/* Registered while still stopped: sampled from its start. */
-		if (r == 0)
-			launch_ready(&ts, l.pid);
-	}
-	targets_scan(&ts);
-	for (int i = 0; o.gil && i < ts.n; i++) {
-		const struct rec_target *t = ts.t[i];
-
-		if (t->proc && !t->proc->cfg.gil_holder_addr) {
-			fprintf(stderr,
-				"bpfpy record: pid %d (CPython %s): --gil: this version does not "
-				"expose which thread holds the GIL\n",
-				t->pid, t->version);
-			ret = EXIT_USAGE;
-			goto out;
-		}
-	}
+	if ((ret = record_add_targets(&c, &l, &d)) != EXIT_OK)
+		goto out;
 	if (bpf_sampler_start(s, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -1200,38 +1286,8 @@ int cmd_record(int argc, char **argv)
 			ret = EXIT_FAIL;
 		goto out;
 	}
-	for (int i = 0; i < ts.n; i++)
-		profile_set_comm(c.prof, (uint32_t)ts.t[i]->pid, ts.t[i]->comm);
-	po.source_root = o.source_root ? o.source_root : common_root(&ts);
-	name_threads_at_end(&c);
-	/* Raw's trailer: the names, now final, that the other formats print. */
-	if (ret == EXIT_OK && c.raw.f && raw_stream_end(&c.raw, c.prof, po.source_root)) {
-		diag_errno(&d, errno ? errno : EIO, "writing raw samples");
-		ret = diag_report(&d);
-	}
-	po.threads = o.threads;
-	po.no_lines = o.no_lines;
-	po.force = o.force;
-	for (int i = 0; ret == EXIT_OK && i < (o.noutputs ? o.noutputs : 1); i++) {
-		FILE *f = o.noutputs ? of[i].f : stdout;
-
-		if (!(formats[i]->flags & PROFILE_FMT_STREAM) &&
-		    profile_format_write(formats[i], f, c.prof, &po, &d))
-			ret = diag_report(&d);
-	}
-	/* In order: after a failed commit the files not yet committed are removed. */
-	for (int i = 0; ret == EXIT_OK && i < o.noutputs; i++) {
-		if (out_file_commit(&of[i], &d))
-			ret = diag_report(&d);
-		else if (!o.quiet)
-			/* What the file holds: stacks without frames only in raw. */
-			out_file_wrote("record", o.outputs[i],
-				       formats[i]->flags & PROFILE_FMT_STREAM ? c.samples
-									      : c.prof->total,
-				       formats[i]->name);
-	}
-	if (!o.noutputs)
-		fflush(stdout);
+	if (ret == EXIT_OK)
+		ret = record_write(&c, of, formats, &po, &d);
 out:
 	for (int i = 0; i < o.noutputs; i++)
 		if (of[i].f)
