@@ -38,7 +38,7 @@ for dir in "$PYENV"/3.*; do
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
 	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
 		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject \
-		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject; do
+		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject PyFloatObject PyCellObject; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
 	done
 	# asyncio's TaskObj lives in the _asyncio extension's DWARF (3.11-3.13).
@@ -227,6 +227,20 @@ put("obj.type_cached_keys", off("_heaptypeobject", "ht_cached_keys"))
 put("obj.code_consts", off(CO, "co_consts"))
 put("obj.tuple_size", off("PyTupleObject", "ob_base.ob_size"))
 put("obj.tuple_items", off("PyTupleObject", "ob_item"))
+# dump --locals (struct py_locals, "locals." keys): fast locals and their
+# names, and the value layouts shown.
+if ver <= (3, 10):
+    put("locals.frame_localsplus", off(FR, "f_localsplus"))
+    put("locals.code_varnames", off(CO, "co_varnames"))
+    put("locals.code_cellvars", off(CO, "co_cellvars"))
+    put("locals.code_freevars", off(CO, "co_freevars"))
+else:
+    put("locals.frame_localsplus", off(FR, "localsplus"))
+    put("locals.code_localsplusnames", off(CO, "co_localsplusnames"))
+    put("locals.code_localspluskinds", off(CO, "co_localspluskinds"))
+put("locals.type_name", off("_typeobject", "tp_name"))
+put("locals.float_value", off("PyFloatObject", "ob_fval"))
+put("locals.cell_ref", off("PyCellObject", "ob_ref"))
 # asyncio (struct py_async, "async." keys), 3.11-3.13: what py_offsets.c
 # tabulates, and the fixed offsets py_asyncio.c uses (TaskObj's first
 # callback, a bound method's self, a weakref's referent, lists and sets).
@@ -316,7 +330,16 @@ mod = compile("def f(): pass\nx = 12345", "m", "exec")
 print(m, "obj.code_consts", find_word(mod, id(mod.co_consts)))
 t = tuple([C, "x", 3 ** 40])
 print(m, "obj.tuple_size", find_word(t, 3, 8, 48))
-print(m, "obj.tuple_items", find_word(t, id(C), 8, 48))'
+print(m, "obj.tuple_items", find_word(t, id(C), 8, 48))
+# dump --locals: a cell'"'"'s ob_ref is the word that is id() of its content;
+# a float'"'"'s ob_fval the 8 bytes that pack its value.
+import struct
+def closure():
+    inner = C
+    return (lambda: inner).__closure__[0]
+print(m, "locals.cell_ref", find_word(closure(), id(C), 8, 32))
+fv = 1234.0625
+print(m, "locals.float_value", [k for k in range(8, 32, 8) if mem(fv, 32)[k:k + 8] == struct.pack("<d", fv)][0])'
 for m in 3.14 3.15; do
 	if [ -x "$SID/usr/bin/python$m" ]; then
 		echo "# $m measured live on $SID/usr/bin/python$m ($(chroot "$SID" "python$m" -c 'import platform; print(platform.python_version())')) with ctypes" >>"$tmp/out"

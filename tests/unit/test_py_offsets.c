@@ -156,6 +156,15 @@ static const struct key keys[] = {
     KX(obj.code_consts),
     KX(obj.tuple_size),
     KX(obj.tuple_items),
+    KX(locals.frame_localsplus),
+    KX(locals.code_varnames),
+    KX(locals.code_cellvars),
+    KX(locals.code_freevars),
+    KX(locals.code_localsplusnames),
+    KX(locals.code_localspluskinds),
+    KX(locals.type_name),
+    KX(locals.float_value),
+    KX(locals.cell_ref),
 };
 
 static const struct key *key_of(const char *name)

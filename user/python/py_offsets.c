@@ -140,6 +140,25 @@ struct vtable {
 	.keys_model = PY_KEYS_LOG2, .keys_size = 8, .keys_index_bytes = 9, .keys_kind = 10,        \
 	.keys_nentries = 24, .keys_indices = 32, .managed_dict = -24, .flag_managed_dict = 1u << 4
 
+/* dump --locals (struct py_locals): tp_name, ob_fval and ob_ref sit
+ * right after the var header or the object header in every version. */
+#define LOCALS_VALUES .type_name = 24, .float_value = 16, .cell_ref = 16
+/* 3.8-3.10: co_varnames 72, co_freevars 80, co_cellvars 88. */
+#define LOCALS_PRE311(localsplus)                                                                  \
+	.locals = {.model = PY_LOCALS_SPLIT,                                                       \
+		   .frame_localsplus = (localsplus),                                               \
+		   .code_varnames = 72,                                                            \
+		   .code_cellvars = 88,                                                            \
+		   .code_freevars = 80,                                                            \
+		   LOCALS_VALUES}
+/* 3.11/3.12: localsplus 72, co_localsplusnames 96, co_localspluskinds 104. */
+#define LOCALS_311                                                                                 \
+	.locals = {.model = PY_LOCALS_KINDS,                                                       \
+		   .frame_localsplus = 72,                                                         \
+		   .code_localsplusnames = 96,                                                     \
+		   .code_localspluskinds = 104,                                                    \
+		   LOCALS_VALUES}
+
 static const struct vtable tables[] = {
     /* /root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0 */
     {8,
@@ -166,7 +185,8 @@ static const struct vtable tables[] = {
       .gil_holder = 1160,
       .frame_size = 368,
       .code_size = 176,
-      OBJ_PRE311(56, 872)}},
+      OBJ_PRE311(56, 872),
+      LOCALS_PRE311(360)}},
     /* /root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0 */
     {9,
      {.frame_model = FRAME_MODEL_OBJECT,
@@ -192,7 +212,8 @@ static const struct vtable tables[] = {
       .gil_holder = 360,
       .frame_size = 368,
       .code_size = 176,
-      OBJ_PRE311(856, 864)}},
+      OBJ_PRE311(856, 864),
+      LOCALS_PRE311(360)}},
     /* /root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0. f_lasti now
      * counts code units; tstate->frame is still the frame object chain
      * (3.10's cframe only carries use_tracing). */
@@ -219,7 +240,8 @@ static const struct vtable tables[] = {
       .gil_holder = 360,
       .frame_size = 360,
       .code_size = 176,
-      OBJ_PRE311(856, 872)}},
+      OBJ_PRE311(856, 872),
+      LOCALS_PRE311(352)}},
     /* /root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0. Debian
      * bookworm's stripped /usr/bin/python3.11 (3.11.2) has the same layout:
      * checked on a live process by following _PyRuntime -> interpreter ->
@@ -262,7 +284,8 @@ static const struct vtable tables[] = {
       .code_size = 192,
       /* 3.11 pre-header: values pointer, dict pointer, GC links. */
       .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 888, .attrs_model = PY_ATTRS_VALUES_PTR,
-	      .code_consts = 24, .managed_values = -32, .type_cached_keys = 872}}},
+	      .code_consts = 24, .managed_values = -32, .type_cached_keys = 872},
+      LOCALS_311}},
     /* /root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0. The GIL moved
      * into the interpreter (PEP 684): interp->ceval.gil points to it. */
     {12,
@@ -305,7 +328,8 @@ static const struct vtable tables[] = {
       .frame_size = 80,
       .code_size = 200,
       .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 944, .attrs_model = PY_ATTRS_DORV,
-	      .code_consts = 24, .long_tagged = 1, .type_cached_keys = 880}}},
+	      .code_consts = 24, .long_tagged = 1, .type_cached_keys = 880},
+      LOCALS_311}},
 };
 
 static int check_release(uint32_t hex, struct diag *d)
@@ -695,6 +719,26 @@ static int obj_from_debug(const struct dparse *p0, struct py_objlayout *ob)
 }
 
 /*
+ * x->locals for 3.13+: the frame's localsplus, the code object's names and
+ * kinds, tp_name and ob_fval from the debug offsets (every minor from 3.13
+ * carries them); the cell's ob_ref from LOCALS_VALUES (measured live on
+ * 3.14 and 3.15). 3.14 made the slots _PyStackRefs.
+ */
+static int locals_from_debug(const struct dparse *p0, struct py_locals *l)
+{
+	struct dparse p = *p0;
+
+	*l = (struct py_locals){
+	    .model = PY_LOCALS_KINDS, .ref_tagged = p.L->tagged_code, LOCALS_VALUES};
+	F16("interpreter_frame", "localsplus", 8, l->frame_localsplus);
+	F16("code_object", "localsplusnames", 8, l->code_localsplusnames);
+	F16("code_object", "localspluskinds", 8, l->code_localspluskinds);
+	F16("type_object", "tp_name", 8, l->type_name);
+	F16("float_object", "ob_fval", 8, l->float_value);
+	return 0;
+}
+
+/*
  * What asyncio needs of 3.14+ from the debug offsets: generators, the
  * frame's stack pointer and locals, sets and lists. py_async_offsets()
  * adds the task layout from the _asyncio module's own section and sets
@@ -916,7 +960,7 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 
 	if (interp_from_debug(&p, o, x) || frames_from_debug(&p, o, x) ||
 	    code_from_debug(&p, o, x) || strings_from_debug(&p, o) || obj_from_debug(&p, &x->obj) ||
-	    async_from_debug(&p, &x->async))
+	    async_from_debug(&p, &x->async) || locals_from_debug(&p, &x->locals))
 		return -1;
 	read_sizes(o, x->frame_size);
 	/* The walker reads a frame and a code object into fixed buffers with

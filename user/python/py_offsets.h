@@ -283,6 +283,51 @@ struct py_async {
 	struct coro_layout coro;
 };
 
+/*
+ * dump --locals (user/python/pylocals.c): where a frame keeps its fast
+ * locals, where their names are, and the few value layouts shown. None of
+ * this reaches the kernel. Two models:
+ *   PY_LOCALS_SPLIT  3.8-3.10: PyFrameObject.f_localsplus holds
+ *                    len(co_varnames) locals, then len(co_cellvars) cells,
+ *                    then len(co_freevars) cells (three name tuples).
+ *   PY_LOCALS_KINDS  3.11+: _PyInterpreterFrame.localsplus holds one slot
+ *                    per name of co_localsplusnames, whose kind is the byte
+ *                    of co_localspluskinds (a bytes object): CO_FAST_*.
+ * 3.8-3.12 from the tables (pahole: scripts/measure_offsets.sh, "locals."
+ * keys); 3.13+ from _Py_DebugOffsets, except the cell's ob_ref (16 in every
+ * version: the field after the object header; measured live on 3.14/3.15).
+ */
+enum py_locals_model {
+	PY_LOCALS_NONE = 0,
+	PY_LOCALS_SPLIT,
+	PY_LOCALS_KINDS,
+};
+
+/* co_localspluskinds bits, the same from 3.11 to 3.15
+ * (Include/internal/pycore_code.h; HIDDEN since 3.12: a comprehension's
+ * variable inlined into its function, PEP 709). */
+#define PY_FAST_HIDDEN 0x10
+#define PY_FAST_LOCAL  0x20
+#define PY_FAST_CELL   0x40
+#define PY_FAST_FREE   0x80
+/* Py_TPFLAGS_HEAPTYPE, 3.8-3.15: the value readers trust only static
+ * (built-in) types, which a program cannot define with a borrowed name. */
+#define PY_TPFLAGS_HEAPTYPE (1ul << 9)
+
+struct py_locals {
+	uint8_t model; /* enum py_locals_model */
+	/* 3.14+: a slot is a _PyStackRef, the low two bits a tag: 0 after
+	 * masking is unbound (PyStackRef_NULL is 1), tag 3 a tagged int. */
+	uint8_t ref_tagged;
+	uint16_t frame_localsplus; /* f_localsplus (<= 3.10) or localsplus */
+	uint16_t code_varnames, code_cellvars, code_freevars; /* SPLIT */
+	uint16_t code_localsplusnames, code_localspluskinds;  /* KINDS */
+	uint16_t type_name;   /* PyTypeObject.tp_name (const char *) */
+	uint16_t float_value; /* PyFloatObject.ob_fval (double) */
+	uint16_t cell_ref;    /* PyCellObject.ob_ref */
+	uint16_t pad;
+};
+
 struct py_extra;
 
 /* Bytes of _Py_AsyncioModuleDebugOffsets: 13 u64, in 3.14 and 3.15. */
@@ -325,6 +370,8 @@ struct py_extra {
 	struct py_objlayout obj;
 	/* asyncio: only after py_async_offsets() (model 0 before). */
 	struct py_async async;
+	/* dump --locals (model 0 when unknown). */
+	struct py_locals locals;
 };
 
 /*
