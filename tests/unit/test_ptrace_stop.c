@@ -90,15 +90,18 @@ static const char *python(void)
 }
 
 /* N worker threads bump their own counter; main prints "C c0 c1 ..." every
- * 20 ms and "U n" from its SIGUSR1 handler. */
-static const char WORKERS[] = "import sys, threading, time, signal\n"
+ * 20 ms and "U n" from its SIGUSR1 handler, each line in one os.write:
+ * print() writes its arguments one by one, and a handler that runs between
+ * two of them made "C 123U 3" of a line, which the reader skipped and then
+ * waited for until the hang guard (1 run in 6). */
+static const char WORKERS[] = "import os, sys, threading, time, signal\n"
 			      "n = int(sys.argv[1])\n"
 			      "counts = [0] * n\n"
 			      "usr1 = 0\n"
 			      "def on_usr1(sig, frame):\n"
 			      "    global usr1\n"
 			      "    usr1 += 1\n"
-			      "    print('U', usr1, flush=True)\n"
+			      "    os.write(1, b'U %d\\n' % usr1)\n"
 			      "signal.signal(signal.SIGUSR1, on_usr1)\n"
 			      "def work(i):\n"
 			      "    while True:\n"
@@ -106,7 +109,7 @@ static const char WORKERS[] = "import sys, threading, time, signal\n"
 			      "for i in range(n):\n"
 			      "    threading.Thread(target=work, args=(i,), daemon=True).start()\n"
 			      "while True:\n"
-			      "    print('C', *counts, flush=True)\n"
+			      "    os.write(1, ('C ' + ' '.join(map(str, counts)) + '\\n').encode())\n"
 			      "    time.sleep(0.02)\n";
 
 /* One thread, always on CPU. */
@@ -657,6 +660,7 @@ static void test_signals_not_lost(void **state)
 	assert_int_equal(stopper_attach(&s, t.pid, &d), 0);
 
 	/* Sent while stopped. */
+	print_message("# USR1 1: sent while stopped\n");
 	assert_int_equal(stopper_stop(&s, &d), 0);
 	kill(t.pid, SIGUSR1);
 	assert_int_equal(stopper_resume(&s, &d), 0);
@@ -664,10 +668,12 @@ static void test_signals_not_lost(void **state)
 	assert_true(s.signals_reinjected >= 1);
 
 	/* Sent while running between samples. */
+	print_message("# USR1 2: sent while running\n");
 	kill(t.pid, SIGUSR1);
 	cycle_until_usr1(&t, &s, 2);
 
 	/* Sent just before detaching: the detach must hand it over. */
+	print_message("# USR1 3: sent before the detach\n");
 	kill(t.pid, SIGUSR1);
 	usleep(20000);
 	stopper_detach(&s);
