@@ -159,6 +159,12 @@ struct walk_state {
 	__u32 bottom_mask;
 	__u32 span_max; /* bytes the next page copy may take, see walk_fill() */
 	__u32 pad;
+#ifndef __VMLINUX_H__
+	/* User space only, set by the caller before walk_run() (NULL: not
+	 * asked): the address of each frame written to out[], at the same
+	 * index. dump --locals reads the frames' fast locals there. */
+	__u64 *frame_addrs;
+#endif
 };
 
 WALK_INLINE __u64 walk_u64(const __u8 *buf, __u32 off, __u32 mask)
@@ -539,6 +545,10 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	if (!w->instr_base_mask || (w->bottom_mask && w->bottom_ok))
 		rec->instr |= (__s32)FRAME_INSTR_ENTRY;
 	rec->fingerprint = fp;
+#ifndef __VMLINUX_H__
+	if (w->frame_addrs)
+		w->frame_addrs[n & (BPFPY_MAX_DEPTH - 1)] = frame;
+#endif
 	w->n = n + 1;
 #ifndef BPFPY_NO_ASYNC
 	/* Only a generator's frame is stored: a frame of the loop stored into

@@ -34,6 +34,7 @@
 #include "ptrace_stop.h"
 #include "py_process.h"
 #include "py_threads.h"
+#include "pylocals.h"
 #include "signals.h"
 #include "dump_async.h"
 #include "stack_reader.h"
@@ -51,6 +52,7 @@ struct dump_opts {
 	int verbose;
 	int native;
 	int async;
+	int locals;
 };
 
 struct dumped_frame {
@@ -69,6 +71,9 @@ struct dumped_thread {
 	uint32_t ns_tid;	    /* the target's id of it, where its PID namespace differs */
 	char name[64];		    /* OS name (/proc/PID/task/TID/comm), "" if unknown */
 	char pyname[PY_TNAME_CAP];  /* threading name, "" if unknown */
+	/* --locals: one per frame of ts (Python frames, leaf first), NULL
+	 * when the stack was not read. */
+	struct pylocals_frame *locals;
 };
 
 struct dump_ctx {
@@ -89,6 +94,10 @@ struct dump_ctx {
 	uint64_t causes[SPLICE__COUNT];
 	uint64_t unwind_ns, unwind_reads; /* of the stop: for -v */
 	uint32_t unwound, unwound_frames;
+	/* --locals */
+	__u64 *frame_addrs; /* DUMP_MAX_THREADS x BPFPY_MAX_DEPTH */
+	struct pylocals pl;
+	int locals;
 };
 
 static const char doc[] =
@@ -127,14 +136,27 @@ static const char doc[] =
     "(gather, wait) sits under the one at the lowest address. --json gives tasks "
     "[{address, name, state, thread, awaiter, awaiter_name, awaiters, frames [{name, file, "
     "line}], frames_cut}] and cut {tasks_not_read, sets, chains, unreadable, bad_names}: "
-    "what the bounds of docs/async.md left out.\n\n"
+    "what the bounds of docs/async.md left out.\n"
+    "--locals adds, under each Python frame, its fast locals (arguments, locals, cells and "
+    "free variables, in the code object's order), one 'NAME = VALUE' line each, read while "
+    "the target is stopped. Values are shown, never evaluated: None, bools, ints, floats "
+    "(as repr() writes them), str and bytes (quoted, control bytes as \\xNN) by their "
+    "contents, only for the exact built-in types; anything else, subclasses included, as "
+    "'<TYPE at 0xADDR>'; an int past 390 bits as '<int of N bits>'; a value unset yet is "
+    "not listed. A value is cut at 120 characters and then ends in '\u2026' with no closing "
+    "quote; a frame shows 64 locals at most and a dump 4096 ('<K more locals not read>'); "
+    "a frame whose locals cannot be read says why ('<locals not read: ...>'). In JSON each "
+    "Python frame gets locals [{name, value, kind (none|bool|int|float|str|bytes|other|"
+    "unreadable)}], locals_not_read and locals_error. Module frames have none: a module's "
+    "names are its globals. See docs/dump.md.\n\n"
     "EXAMPLES:\n"
     "  sudo bpfpy dump -p 1234\n"
     "  sudo bpfpy dump -p 1234 --native\n"
     "  sudo bpfpy dump -p 1234 --nonblocking --json\n"
+    "  sudo bpfpy dump -p 1234 --locals\n"
     "  sudo bpfpy dump -p 1234 --async\n\n" EXIT_CODES_DOC;
 
-enum { OPT_NATIVE = 0x100, OPT_ASYNC };
+enum { OPT_NATIVE = 0x100, OPT_ASYNC, OPT_LOCALS };
 
 static const struct argp_option options[] = {
     {"pid", 'p', "PID", 0, "Process to dump (required)", 0},
@@ -142,6 +164,8 @@ static const struct argp_option options[] = {
     {"json", 'j', NULL, 0, "Print JSON", 0},
     {"max-depth", 'D', "N", 0, "Frames per thread at most (default 1024, the maximum)", 0},
     {"native", OPT_NATIVE, NULL, 0, "Native (C) frames too, spliced with the Python ones", 0},
+    {"locals", OPT_LOCALS, NULL, 0,
+     "Each frame's local variables (names and short values; bounds in the text below)", 0},
     {"async", OPT_ASYNC, NULL, 0,
      "The asyncio task tree instead of the threads' stacks (Python 3.11+)", 0},
     {"verbose", 'v', NULL, 0, "More detail on stderr", 0},
@@ -180,6 +204,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_ASYNC:
 		o->async = 1;
 		break;
+	case OPT_LOCALS:
+		o->locals = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -190,6 +217,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if (o->async && o->native)
 			argp_error(state,
 				   "--async prints tasks, not native stacks: not with --native");
+		if (o->async && o->locals)
+			argp_error(state, "--async prints tasks, not frames: not with --locals");
 		if (o->native && o->nonblocking)
 			argp_error(state,
 				   "--native needs the threads stopped: not with --nonblocking");
@@ -208,7 +237,8 @@ static int read_all(struct dump_ctx *c, struct stopper *s)
 	const struct py_offsets *o = &c->p->cfg.off;
 	struct ns_tids nt;
 
-	if (stack_read_all(&c->p->mem, &c->p->cfg, c->stacks, DUMP_MAX_THREADS, &c->count, c->d))
+	if (stack_read_all_addrs(&c->p->mem, &c->p->cfg, c->stacks, c->frame_addrs,
+				 DUMP_MAX_THREADS, &c->count, c->d))
 		return -1;
 	if (proc_ns_tids_read(c->p->pid, &nt, c->d))
 		return -1;
@@ -376,11 +406,35 @@ static int symbolize_all(struct dump_ctx *c)
 	return 0;
 }
 
+/* --locals, right after the walk and still stopped: the values are the
+ * target's live memory, which the resume would let change. 0, or -1
+ * (ENOMEM) with c->d set. */
+static int read_locals(struct dump_ctx *c)
+{
+	for (int i = 0; c->locals && i < c->shown; i++) {
+		struct dumped_thread *t = &c->threads[i];
+		const struct thread_stack *ts = t->ts;
+		const __u64 *addrs = c->frame_addrs + (size_t)i * BPFPY_MAX_DEPTH;
+
+		if ((ts->flags & SAMPLE_ERROR) || !ts->nframes)
+			continue;
+		t->locals = calloc(ts->nframes, sizeof(*t->locals));
+		if (!t->locals)
+			return diag_errno(c->d, ENOMEM, "dump --locals");
+		for (uint32_t f = 0; f < ts->nframes; f++)
+			pylocals_read_frame(&c->pl, addrs[f], ts->frames[f].code, &t->locals[f]);
+	}
+	return 0;
+}
+
 static int read_stopped(void *arg, struct stopper *s)
 {
 	struct dump_ctx *c = arg;
 	uint64_t t0 = mono_ns();
 	int ret = read_all(c, s);
+
+	if (!ret)
+		ret = read_locals(c);
 
 	if (!ret && c->nt)
 		unwind_stopped(c, s);
@@ -420,6 +474,42 @@ static void put_frame(const struct dumped_frame *fr)
 	if (fr->line >= 0)
 		printf(":%d", fr->line);
 	printf(")\n");
+}
+
+/* Frames of a printed stack, Python and native, that locals_map() maps. */
+#define LOCALS_MAP_MAX (BPFPY_MAX_DEPTH + NATIVE_MAX_DEPTH + 8)
+static int32_t locals_py[LOCALS_MAP_MAX];
+
+/* --locals: the frames of t->frames that are t->ts's Python frames, by
+ * index, in *py (t->nframes entries, -1 for the others); 0 when they
+ * cannot be matched (a splice that dropped some): no locals shown then. */
+static int locals_map(const struct dumped_thread *t, int32_t *py)
+{
+	uint32_t k = 0;
+
+	for (uint32_t f = 0; f < t->nframes; f++)
+		py[f] = t->frames[f].kind == FRAME_KIND_PYTHON ? (int32_t)k++ : -1;
+	return t->locals && k == t->ts->nframes;
+}
+
+/* --locals: one frame's, each on a line under the frame's: the name as
+ * every name is printed, the value as pylocals made it (escaped there). */
+static void put_locals(const struct pylocals *pl, const struct pylocals_frame *lf)
+{
+	if (lf->error[0]) {
+		printf("        <locals not read: %s>\n", lf->error);
+		return;
+	}
+	for (uint32_t i = 0; i < lf->n; i++) {
+		const struct pylocal *e = &pl->pool[lf->first + i];
+
+		printf("        ");
+		text_put(stdout, e->name);
+		printf(" = %s\n", e->value);
+	}
+	if (lf->not_read)
+		printf("        <%u more locals not read: at most %d a frame, %d a dump>\n",
+		       lf->not_read, PYLOCALS_PER_FRAME, PYLOCALS_PER_DUMP);
 }
 
 /* --native: what the native part of a thread's stack lacks, if anything. */
@@ -495,8 +585,14 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 		} else if (!t->ts->nframes) {
 			printf("    <no Python frames>\n");
 		}
-		for (uint32_t f = 0; f < t->nframes; f++)
+		int32_t *py = locals_py;
+		int lm = t->nframes <= LOCALS_MAP_MAX && locals_map(t, py);
+
+		for (uint32_t f = 0; f < t->nframes; f++) {
 			put_frame(&t->frames[f]);
+			if (lm && py[f] >= 0)
+				put_locals(&c->pl, &t->locals[py[f]]);
+		}
 		if (t->ts->flags & SAMPLE_TRUNCATED)
 			printf("    <truncated at %u frames: deeper frames not shown>\n",
 			       t->ts->nframes);
@@ -538,6 +634,34 @@ static json_object *native_json(const struct dumped_thread *t)
 	return j;
 }
 
+/* --locals: [{name, value, kind}] of one frame. */
+static json_object *locals_json(const struct pylocals *pl, const struct pylocals_frame *lf)
+{
+	json_object *a = json_object_new_array();
+
+	for (uint32_t i = 0; i < lf->n; i++) {
+		const struct pylocal *e = &pl->pool[lf->first + i];
+		json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "name", json_object_new_string(e->name));
+		json_object_object_add(j, "value", json_object_new_string(e->value));
+		json_object_object_add(j, "kind",
+				       json_object_new_string(pylocal_kind_name(e->kind)));
+		json_object_array_add(a, j);
+	}
+	return a;
+}
+
+/* --locals: the frame's locals, how many were not read, and why none were. */
+static void frame_locals_json(json_object *jf, const struct pylocals *pl,
+			      const struct pylocals_frame *lf)
+{
+	json_object_object_add(jf, "locals", lf ? locals_json(pl, lf) : NULL);
+	json_object_object_add(jf, "locals_not_read", json_object_new_int64(lf ? lf->not_read : 0));
+	json_object_object_add(jf, "locals_error",
+			       lf && lf->error[0] ? json_object_new_string(lf->error) : NULL);
+}
+
 static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 {
 	const struct py_process *p = c->p;
@@ -573,6 +697,8 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 				       t->ts->flags & SAMPLE_ERROR
 					   ? json_object_new_string(walk_error_name(t->ts->err))
 					   : NULL);
+		int lm = o->locals && t->nframes <= LOCALS_MAP_MAX && locals_map(t, locals_py);
+
 		for (uint32_t f = 0; f < t->nframes; f++) {
 			json_object *jf = json_object_new_object();
 
@@ -585,6 +711,8 @@ static void print_json(const struct dump_ctx *c, const struct dump_opts *o)
 				json_object_object_add(
 				    jf, "kind",
 				    json_object_new_string(kind_word(t->frames[f].kind)));
+			if (o->locals && t->frames[f].kind == FRAME_KIND_PYTHON)
+				frame_locals_json(jf, &c->pl, lm ? &t->locals[locals_py[f]] : NULL);
 			json_object_array_add(frames, jf);
 		}
 		if (o->native)
@@ -629,6 +757,27 @@ static int native_prepare(struct dump_ctx *c, const struct dump_opts *o)
 	return 0;
 }
 
+/* --locals, before the stop: the frame address table and the pool. 0, or
+ * -1 with c->d set. */
+static int locals_prepare(struct dump_ctx *c)
+{
+	char v[32];
+
+	c->frame_addrs =
+	    calloc((size_t)DUMP_MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*c->frame_addrs));
+	if (!c->frame_addrs)
+		return diag_errno(c->d, ENOMEM, "dump --locals");
+	if (pylocals_init(&c->pl, &c->p->mem, &c->p->cfg.off, &c->p->extra)) {
+		if (errno == ENOMEM)
+			return diag_errno(c->d, ENOMEM, "dump --locals");
+		return diag_set(c->d, EXIT_UNSUPPORTED,
+				"pid %d: Python %s: no fast-locals layout known for --locals",
+				c->p->pid, py_version_str(c->p->cfg.off.version_hex, v, sizeof(v)));
+	}
+	c->locals = 1;
+	return 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	struct dump_opts o = {0};
@@ -656,8 +805,12 @@ int cmd_dump(int argc, char **argv)
 		ret = diag_report(&d);
 		goto out;
 	}
+	if (o.locals && locals_prepare(&c)) {
+		ret = diag_report(&d);
+		goto out;
+	}
 	if (o.nonblocking) {
-		if (read_all(&c, NULL))
+		if (read_all(&c, NULL) || read_locals(&c))
 			ret = EXIT_FAIL;
 	} else {
 		if (signals_install(&d) || stopper_with_stopped(p.pid, read_stopped, &c, &d))
@@ -691,7 +844,10 @@ out:
 			free(c.threads[i].frames[f].file);
 		}
 		free(c.threads[i].frames);
+		free(c.threads[i].locals);
 	}
+	pylocals_free(&c.pl);
+	free(c.frame_addrs);
 	native_tables_free(c.nt);
 	native_syms_free(c.ns);
 	splice_scratch_free(c.sc);

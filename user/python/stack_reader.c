@@ -41,6 +41,12 @@ uint32_t stack_thread_tid(struct mem_reader *r, const struct proc_config *cfg, u
 int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
 		      struct thread_stack *ts)
 {
+	return stack_read_thread_addrs(r, cfg, tstate, ts, NULL);
+}
+
+int stack_read_thread_addrs(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
+			    struct thread_stack *ts, __u64 *addrs)
+{
 	const struct py_offsets *o = &cfg->off;
 	/* Static: its page copies are 34 KiB, too much for a thread's stack. */
 	static _Thread_local struct walk_scratch scratch;
@@ -48,6 +54,7 @@ int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint6
 	uint64_t v = 0;
 
 	memset(&w, 0, sizeof(w));
+	w.frame_addrs = addrs;
 	ts->tstate = tstate;
 	ts->flags = 0;
 	ts->err = 0;
@@ -85,6 +92,13 @@ static int drop_repeats(struct thread_stack *out, int n)
 int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct thread_stack *out,
 		   int max, int *count, struct diag *d)
 {
+	return stack_read_all_addrs(r, cfg, out, NULL, max, count, d);
+}
+
+int stack_read_all_addrs(struct mem_reader *r, const struct proc_config *cfg,
+			 struct thread_stack *out, __u64 *addrs, int max, int *count,
+			 struct diag *d)
+{
 	struct tstate_iter it;
 	int n = 0;
 
@@ -93,7 +107,8 @@ int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct t
 	 * that loops is caught by the iterator. */
 	while (n < STACK_MAX_THREADS && tstate_iter_next(r, cfg, &it, (uint32_t)n)) {
 		if (n < max)
-			stack_read_thread(r, cfg, it.tstate, &out[n]);
+			stack_read_thread_addrs(r, cfg, it.tstate, &out[n],
+						addrs ? addrs + (size_t)n * BPFPY_MAX_DEPTH : NULL);
 		n++;
 	}
 	if (it.err == WALK_ERR_THREAD_CYCLE) {

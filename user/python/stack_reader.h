@@ -36,11 +36,22 @@ uint32_t stack_thread_tid(struct mem_reader *r, const struct proc_config *cfg, u
 int stack_read_thread(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
 		      struct thread_stack *ts);
 
+/* The same, and each frame's address into addrs[0..ts->nframes) (NULL:
+ * not asked), for readers of the frames themselves (dump --locals). */
+int stack_read_thread_addrs(struct mem_reader *r, const struct proc_config *cfg, uint64_t tstate,
+			    struct thread_stack *ts, __u64 *addrs);
+
 /* Every thread of every interpreter, into out[0..max). *count is the number of
  * thread states found (may exceed max: the rest are not read). Returns -1 with
  * d set only when the thread list itself cannot be read. */
 int stack_read_all(struct mem_reader *r, const struct proc_config *cfg, struct thread_stack *out,
 		   int max, int *count, struct diag *d);
+
+/* The same, and thread i's frame addresses at addrs + i * BPFPY_MAX_DEPTH
+ * (addrs NULL: not asked; else max * BPFPY_MAX_DEPTH entries). */
+int stack_read_all_addrs(struct mem_reader *r, const struct proc_config *cfg,
+			 struct thread_stack *out, __u64 *addrs, int max, int *count,
+			 struct diag *d);
 
 /* What an enum walk_error means, for messages and summaries. */
 const char *walk_error_name(int err);
