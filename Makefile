@@ -5,7 +5,9 @@
 #   make run        install what is missing (build + python3), build, run the
 #                   oracle's default job
 #   make bench      the benchmark (prints ratios; writes build/bench.json)
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local: the binary, man pages, bash completion,
+#                   docs, snippets
+#   make man        man pages into build/man/ (from --help and docs/)
 # Each target asks scripts/deps.sh for its own group of Debian packages
 # (build, run, unit, test); with the packages present that is one dpkg-query,
 # so `make` needs neither root nor the test stack.
@@ -47,7 +49,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
 # A recipe that fails (bpftool gen skeleton > $@, say) must not leave a
 # truncated target that the next make trusts.
 .DELETE_ON_ERROR:
-.PHONY: all deps deps-build deps-run deps-unit deps-test test unit integration run bench install clean \
+.PHONY: all deps deps-build deps-run deps-unit deps-test test unit integration run bench install man clean \
 	vmlinux format targets fuzz protobuf leaderboard
 
 all: $(OUT)/bpfpy
@@ -117,8 +119,17 @@ bench: deps-test
 	@$(MAKE) --no-print-directory all
 	@OUT=$(OUT) scripts/bench.sh $(OUT)/bench.json $(BENCH_ARGS)
 
-install: $(OUT)/bpfpy
+# Man pages: generated from the binary's --help (the argp tables) and the
+# docs pages' opening paragraphs, so they say what --help says.
+man: $(OUT)/bpfpy | deps-run
+	python3 scripts/gen_man.py $(OUT)/bpfpy $(OUT)/man docs
+
+install: $(OUT)/bpfpy man
 	install -D -m 0755 $(OUT)/bpfpy $(DESTDIR)$(PREFIX)/bin/bpfpy
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/man/man1 $(OUT)/man/*.1
+	install -D -m 0644 contrib/bpfpy.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/bpfpy
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/bpfpy README.md SECURITY.md
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/share/doc/bpfpy/docs docs/*.md
 	install -d $(DESTDIR)$(PREFIX)/share/bpfpy/snippets
 	cp -r snippets/. $(DESTDIR)$(PREFIX)/share/bpfpy/snippets/
 	install -D -m 0755 -t $(DESTDIR)$(PREFIX)/share/bpfpy/scripts scripts/targets.sh \
