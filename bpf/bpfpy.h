@@ -106,8 +106,8 @@ struct py_offsets {
 /* proc_config.flags, set by user space at registration */
 /* The process is in the initial PID namespace (proc_ns_pid_is_initial):
  * the tid its threads see is task->pid, so the BPF side does not read the
- * task's PID links for it (a cold cache line, about 0.4 us a sample under
- * record -a). Unset: they are read. */
+ * task's PID links for it (a cold cache line every sample under
+ * record -a, docs/bench.md). Unset: they are read. */
 #define PROC_INITIAL_PID_NS (1u << 0)
 /* record --async: after the frames, capture the thread's running asyncio
  * task (bpf/task_walker.h) into a struct task_rec. */
@@ -176,8 +176,8 @@ struct proc_config {
 	/* Written by the kernel, zeroed by user space at registration: tags of
 	 * code objects this process's samples found in code_names (or put
 	 * there), see code_named_tag() in bpf/code_name.h. A sample that finds
-	 * its code here skips the map lookup: in a cold cache that lookup was
-	 * about 1.5 us a sample. A hint only: two-way sets, so a third code
+	 * its code here skips the map lookup, a cold one under record -a
+	 * (docs/bench.md). A hint only: two-way sets, so a third code
 	 * whose tag chooses a full set takes one of its ways (code_named_put),
 	 * and a tag that survives the map's eviction
 	 * of its entry only means the kernel does not name that code again
@@ -187,8 +187,8 @@ struct proc_config {
 	 * last found for a tid, in slot tid % PROC_TSTATE_SLOTS. Checked
 	 * against the thread's id before use like every tstate_cache hint, so
 	 * a slot two threads share only costs a lookup there. In front of that
-	 * map because this value is read by every sample anyway, and a cold
-	 * lookup in a 65536-entry map cost about 1.2 us. */
+	 * map because this value is read by every sample anyway, and a lookup
+	 * in a 65536-entry map is a cold one (docs/bench.md). */
 	__u64 tstates[PROC_TSTATE_SLOTS];
 	struct async_config async;
 };

@@ -10,7 +10,7 @@
  * the code on the threads' stacks at that moment: under `record -a` each
  * light process is sampled only a few times a run, and naming on those
  * first samples was a third of the kernel's cost (reading three objects
- * and the map insert, about 3 us per code object on this VM).
+ * and the map insert per code object; figures in docs/bench.md).
  *
  * Nothing here trusts the target: a length is checked against the buffer
  * and also masked, so that the verifier sees every read stay inside it, and

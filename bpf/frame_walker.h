@@ -568,11 +568,9 @@ WALK_INLINE int walk_step(struct walk_state *w)
 
 /* Steps per bpf_loop turn. The verifier inlines bpf_loop as a loop of
  * BPF-to-BPF calls, and on this VM a call and its return (retpolines, the
- * SRSO safe return) cost about as much as a step that hits its page copy:
- * two steps a call took the frames step of a 300-deep sample from 23.1 to
- * 18.9 us on 3.10 and from 13.0 to 11.6 on 3.12 (--phases, 6 runs each),
- * for 16k instructions verified instead of 10k. Four were no faster and
- * cost 50k. */
+ * SRSO safe return) cost about as much as a step that hits its page copy,
+ * so two steps a call are faster for a few more instructions to verify;
+ * four were no faster and cost far more (docs/bench.md). */
 #define WALK_UNROLL 2
 /* Steps of a walk of depth max: skipped frames (3.12/3.13 C-stack
  * shims, 3.14 entry frames) take a step without output, and one can sit

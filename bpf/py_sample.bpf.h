@@ -252,8 +252,8 @@ struct name_ctx {
  * is copied (bpf/code_name.h) while the frame runs it. The frames visited
  * are those whose code the walk read anew (walk_scratch.fresh_at), which
  * hold every code object of the stack once or a few times: a 300-deep
- * recursion over 4 functions takes 4 turns, not 300 (each turn of bpf_loop
- * costs ~10 ns here, 3.5 us a sample). Where the walk read more code
+ * recursion over 4 functions takes 4 turns, not 300 (a turn of bpf_loop
+ * per frame was a large share of a deep sample: docs/bench.md). Where the walk read more code
  * objects than it kept indexes of, every frame is visited, and a frame
  * with the same code as the one before costs nothing. The common case
  * costs one compare.

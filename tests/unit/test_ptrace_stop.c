@@ -93,7 +93,7 @@ static const char *python(void)
  * 20 ms and "U n" from its SIGUSR1 handler, each line in one os.write:
  * print() writes its arguments one by one, and a handler that runs between
  * two of them made "C 123U 3" of a line, which the reader skipped and then
- * waited for until the hang guard (1 run in 6). */
+ * waited for until the hang guard fired. */
 static const char WORKERS[] = "import os, sys, threading, time, signal\n"
 			      "n = int(sys.argv[1])\n"
 			      "counts = [0] * n\n"

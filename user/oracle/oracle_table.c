@@ -157,10 +157,8 @@ struct pair_fig {
  * behind, and then it distorts the target in its own way (a blocking
  * sampler whose stops take longer than the gap between them leaves the
  * target running only just after each resume, at a pace each tool sets):
- * the pair says nothing about naming, so it is shown, not judged. On a
- * loaded host at 1 kHz tachyon-blocking took 214 of 1000 attempts on
- * records.py and 38% of its stacks were 'main:42' (12% for
- * cpython-blocking's 497 of 500). */
+ * the pair says nothing about naming, so it is shown, not judged (the
+ * run that showed it: docs/bench.md, "Figures behind the code"). */
 #define PAIR_KEPT_UP 0.8
 
 static void exclusive(const struct keydist *x, const struct keydist *y, int mode,
