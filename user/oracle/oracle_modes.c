@@ -41,14 +41,12 @@
 
 /* Threads read per attempt at most (the snippets have a handful). */
 #define MAX_THREADS 128
-/* Names of one stack, copied out of the code cache before the next lookup. */
-#define ARENA	65536
-#define KEY_MAX 16384
+#define KEY_MAX	    16384
 
 /*
  * References that do not distort (issue 12, item 5). The ptrace reference
- * stops every thread per sample, for 100-250 us here: at 10 kHz the target
- * runs a few percent of the time, and a sampler that does not stop it is
+ * stops every thread per sample, for a few hundred microseconds (docs/bench.md):
+ * at 10 kHz the target runs a few percent of the time, and a sampler that does not stop it is
  * then judged against a program that barely ran. Two references that keep
  * the target's own pace, over a longer window to make up for the lower rate:
  *   ptrace-low   the ptrace reference with Poisson times at a rate that
@@ -270,44 +268,6 @@ static void account(struct oracle_window *w, struct oracle_result *r, const stru
 	account_as(w, r, fr, n, tid, 0);
 }
 
-/* Symbolize a stack read by the walker into fr (names copied into arena):
- * the frame count, or -1 when a frame cannot be named. */
-static int symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
-		     char *arena)
-{
-	size_t used = 0;
-	int n = 0;
-
-	for (uint32_t i = 0; i < ts->nframes && i < BPFPY_MAX_DEPTH; i++) {
-		struct sym_frame sf;
-		const char *name;
-		size_t l;
-
-		/* A frame that cannot be named makes the sample an error. */
-		if (code_cache_symbolize(cache, &ts->frames[i], &sf) != CODE_OK)
-			return -1;
-		name = sf.name ? sf.name : CODE_CACHE_UNKNOWN;
-		l = strlen(name) + 1;
-		if (used + l > ARENA)
-			break;
-		memcpy(arena + used, name, l);
-		fr[n].name = arena + used;
-		used += l;
-		/* The file only feeds rules that name files (code_object_reuse);
-		 * it is copied the same way. */
-		name = sf.file ? sf.file : "";
-		l = strlen(name) + 1;
-		if (used + l > ARENA)
-			break;
-		memcpy(arena + used, name, l);
-		fr[n].file = arena + used;
-		used += l;
-		fr[n].line = sf.line > 0 ? sf.line : 0;
-		n++;
-	}
-	return n;
-}
-
 static int thread_key(const struct thread_stack *ts)
 {
 	return ts->tid ? (int)ts->tid : (int)(ts->pthread_id ^ (ts->pthread_id >> 32));
@@ -317,7 +277,7 @@ struct scratch {
 	struct thread_stack *stacks;
 	struct rule_frame (*frames)[BPFPY_MAX_DEPTH];
 	int *nframes;
-	char *arena; /* MAX_THREADS x ARENA */
+	char *arena; /* MAX_THREADS x ORACLE_NAME_ARENA */
 };
 
 static int scratch_new(struct scratch *s)
@@ -325,7 +285,7 @@ static int scratch_new(struct scratch *s)
 	s->stacks = calloc(MAX_THREADS, sizeof(*s->stacks));
 	s->frames = calloc(MAX_THREADS, sizeof(*s->frames));
 	s->nframes = calloc(MAX_THREADS, sizeof(*s->nframes));
-	s->arena = malloc((size_t)MAX_THREADS * ARENA);
+	s->arena = malloc((size_t)MAX_THREADS * ORACLE_NAME_ARENA);
 	return s->stacks && s->frames && s->nframes && s->arena ? 0 : -1;
 }
 
@@ -501,8 +461,9 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		/* Names are read after the resume: the fingerprints say whether a
 		 * code object changed meanwhile. */
 		for (int i = 0; !rc && !bad && i < shown; i++)
-			if ((s.nframes[i] = symbolize(cache, &s.stacks[i], s.frames[i],
-						      s.arena + (size_t)i * ARENA)) < 0)
+			if ((s.nframes[i] =
+				 oracle_symbolize(cache, &s.stacks[i], s.frames[i],
+						  s.arena + (size_t)i * ORACLE_NAME_ARENA)) < 0)
 				bad = 1;
 		t1 = mono_s();
 		oracle_result_us(r, (t1 - t0) * 1e6);
@@ -527,93 +488,6 @@ out:
 	run_states_close(&rs);
 	scratch_free(&s);
 	return ret;
-}
-
-/* Threads the readiness probe reads: the program's frame is looked for in
- * any of them, and a program that starts threads starts them after it runs. */
-#define PROBE_THREADS 8
-
-struct oracle_probe {
-	struct py_process p;
-	struct code_cache *cache;
-	int open;
-	struct thread_stack *stacks; /* PROBE_THREADS */
-	struct rule_frame *frames;   /* BPFPY_MAX_DEPTH */
-	char *arena;		     /* ARENA */
-};
-
-struct oracle_probe *oracle_probe_new(void)
-{
-	struct oracle_probe *pr = calloc(1, sizeof(*pr));
-
-	if (!pr)
-		return NULL;
-	pr->stacks = calloc(PROBE_THREADS, sizeof(*pr->stacks));
-	pr->frames = calloc(BPFPY_MAX_DEPTH, sizeof(*pr->frames));
-	pr->arena = malloc(ARENA);
-	if (!pr->stacks || !pr->frames || !pr->arena) {
-		oracle_probe_free(pr);
-		return NULL;
-	}
-	return pr;
-}
-
-void oracle_probe_free(struct oracle_probe *pr)
-{
-	if (!pr)
-		return;
-	code_cache_free(pr->cache);
-	free(pr->stacks);
-	free(pr->frames);
-	free(pr->arena);
-	free(pr);
-}
-
-/* importlib's frames: "<frozen importlib._bootstrap>" (3.11+), or
- * importlib/_bootstrap.py. */
-static int importing(const char *file)
-{
-	return file && strstr(file, "importlib") != NULL;
-}
-
-int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d)
-{
-	struct diag dd = {0};
-	int count = 0;
-
-	if (!pr->open) {
-		if (py_process_open(&pr->p, pid, 0, &dd)) {
-			/* Not initialised yet, or gone (the caller reaps it):
-			 * ask again later. Anything else will not change. */
-			if (dd.code == EXIT_NOT_PYTHON || dd.code == EXIT_NO_PROCESS)
-				return 0;
-			*d = dd;
-			return -1;
-		}
-		pr->cache = code_cache_new(&pr->p.mem, &pr->p.cfg.off, 0);
-		if (!pr->cache)
-			return diag_errno(d, ENOMEM, "oracle");
-		pr->open = 1;
-	}
-	if (stack_read_all(&pr->p.mem, &pr->p.cfg, pr->stacks, PROBE_THREADS, &count, &dd))
-		return 0;
-	for (int i = 0; i < count && i < PROBE_THREADS; i++) {
-		const struct thread_stack *ts = &pr->stacks[i];
-		int mine = 0, imp = 0, n;
-
-		if (ts->flags & SAMPLE_ERROR)
-			continue;
-		n = symbolize(pr->cache, ts, pr->frames, pr->arena);
-		for (int k = 0; k < n; k++) {
-			const char *f = pr->frames[k].file, *b = strrchr(f, '/');
-
-			mine |= !strcmp(b ? b + 1 : f, own);
-			imp |= importing(f);
-		}
-		if (mine && !imp)
-			return 1;
-	}
-	return 0;
 }
 
 /* Records of one wall-clock snapshot, or the stream of the cpu clock. */
@@ -668,7 +542,7 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 	ts.tid = h->tid;
 	ts.nframes = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH;
 	memcpy(ts.frames, frames, ts.nframes * sizeof(*frames));
-	n = symbolize(c->cache, &ts, c->frames, c->arena);
+	n = oracle_symbolize(c->cache, &ts, c->frames, c->arena);
 	{
 		double us = (mono_s() - t0) * 1e6;
 
@@ -706,7 +580,7 @@ static int bpf_wall_loop(struct oracle_window *w, struct oracle_result *r, struc
 
 	struct oracle_sched sc;
 	struct rule_frame *fr = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*fr));
-	char *arenas = malloc((size_t)MAX_THREADS * ARENA);
+	char *arenas = malloc((size_t)MAX_THREADS * ORACLE_NAME_ARENA);
 	int *nfr = calloc(MAX_THREADS, sizeof(int));
 
 	if (!fr || !arenas || !nfr) {
@@ -734,9 +608,9 @@ static int bpf_wall_loop(struct oracle_window *w, struct oracle_result *r, struc
 		while (bpf_sampler_poll(s, 0, on_record, c) > 0)
 			;
 		for (int i = 0; !c->failed && i < c->nrec; i++)
-			if ((nfr[i] =
-				 symbolize(cache, &c->recs[i], fr + (size_t)i * BPFPY_MAX_DEPTH,
-					   arenas + (size_t)i * ARENA)) < 0)
+			if ((nfr[i] = oracle_symbolize(cache, &c->recs[i],
+						       fr + (size_t)i * BPFPY_MAX_DEPTH,
+						       arenas + (size_t)i * ORACLE_NAME_ARENA)) < 0)
 				c->failed = 1;
 		t1 = mono_s();
 		oracle_result_us(r, (t1 - t0) * 1e6);
@@ -780,7 +654,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	int ret = -1;
 
 	c.frames = calloc(BPFPY_MAX_DEPTH, sizeof(*c.frames));
-	c.arena = malloc(ARENA);
+	c.arena = malloc(ORACLE_NAME_ARENA);
 	c.recs = wall ? calloc(MAX_THREADS, sizeof(*c.recs)) : NULL;
 	if (!c.frames || !c.arena || (wall && !c.recs)) {
 		diag_errno(d, ENOMEM, "oracle");

@@ -218,7 +218,18 @@ double oracle_host_busy(void);
 /* CPU-seconds used by us and our reaped children. */
 double oracle_self_busy(void);
 
-/* oracle_modes.c */
+/* oracle_probe.c */
+/* Bytes of names of one stack, copied out of the code cache before the
+ * next lookup. */
+#define ORACLE_NAME_ARENA 65536
+struct code_cache;
+struct thread_stack;
+struct rule_frame;
+/* Name a stack read by the walker into fr (names copied into arena, of
+ * ORACLE_NAME_ARENA bytes): the frame count, or -1 when a frame cannot be
+ * named (the sample is an error). */
+int oracle_symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
+		     char *arena);
 /* Whether a thread of pid runs a frame of the file own (a basename), not
  * inside an import: 1 yes, 0 not (yet), -1 with d set when it never will
  * (an unsupported interpreter, no privilege). Reads the process while it
@@ -227,6 +238,8 @@ struct oracle_probe;
 struct oracle_probe *oracle_probe_new(void);
 int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d);
 void oracle_probe_free(struct oracle_probe *pr);
+
+/* oracle_modes.c */
 /* ptrace-low or bpf-poisson into m (0), else -1: see oracle_modes.c. */
 int oracle_reference_mode(const char *name, struct oracle_mode *m);
 /* The reference to use for --reference-mode asked (NULL or "auto": chosen

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading a target's stacks for the oracle outside a sampling mode: naming
+ * a walked stack's frames for the rules (oracle_symbolize, which every
+ * user-space mode uses too), and the readiness probe that tells when an
+ * arbitrary program runs its own code (oracle_target.c waits on it before
+ * the first window). Kept apart so that the targets and the modes each
+ * depend on this file, not on each other.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "code_cache.h"
+#include "oracle_run.h"
+#include "py_process.h"
+#include "stack_reader.h"
+
+/* Symbolize a stack read by the walker into fr (names copied into arena):
+ * the frame count, or -1 when a frame cannot be named. */
+int oracle_symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
+		     char *arena)
+{
+	size_t used = 0;
+	int n = 0;
+
+	for (uint32_t i = 0; i < ts->nframes && i < BPFPY_MAX_DEPTH; i++) {
+		struct sym_frame sf;
+		const char *name;
+		size_t l;
+
+		/* A frame that cannot be named makes the sample an error. */
+		if (code_cache_symbolize(cache, &ts->frames[i], &sf) != CODE_OK)
+			return -1;
+		name = sf.name ? sf.name : CODE_CACHE_UNKNOWN;
+		l = strlen(name) + 1;
+		if (used + l > ORACLE_NAME_ARENA)
+			break;
+		memcpy(arena + used, name, l);
+		fr[n].name = arena + used;
+		used += l;
+		/* The file only feeds rules that name files (code_object_reuse);
+		 * it is copied the same way. */
+		name = sf.file ? sf.file : "";
+		l = strlen(name) + 1;
+		if (used + l > ORACLE_NAME_ARENA)
+			break;
+		memcpy(arena + used, name, l);
+		fr[n].file = arena + used;
+		used += l;
+		fr[n].line = sf.line > 0 ? sf.line : 0;
+		n++;
+	}
+	return n;
+}
+
+/* Threads the readiness probe reads: the program's frame is looked for in
+ * any of them, and a program that starts threads starts them after it runs. */
+#define PROBE_THREADS 8
+
+struct oracle_probe {
+	struct py_process p;
+	struct code_cache *cache;
+	int open;
+	struct thread_stack *stacks; /* PROBE_THREADS */
+	struct rule_frame *frames;   /* BPFPY_MAX_DEPTH */
+	char *arena;		     /* ORACLE_NAME_ARENA */
+};
+
+struct oracle_probe *oracle_probe_new(void)
+{
+	struct oracle_probe *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->stacks = calloc(PROBE_THREADS, sizeof(*pr->stacks));
+	pr->frames = calloc(BPFPY_MAX_DEPTH, sizeof(*pr->frames));
+	pr->arena = malloc(ORACLE_NAME_ARENA);
+	if (!pr->stacks || !pr->frames || !pr->arena) {
+		oracle_probe_free(pr);
+		return NULL;
+	}
+	return pr;
+}
+
+void oracle_probe_free(struct oracle_probe *pr)
+{
+	if (!pr)
+		return;
+	code_cache_free(pr->cache);
+	free(pr->stacks);
+	free(pr->frames);
+	free(pr->arena);
+	free(pr);
+}
+
+/* importlib's frames: "<frozen importlib._bootstrap>" (3.11+), or
+ * importlib/_bootstrap.py. */
+static int importing(const char *file)
+{
+	return file && strstr(file, "importlib") != NULL;
+}
+
+int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, struct diag *d)
+{
+	struct diag dd = {0};
+	int count = 0;
+
+	if (!pr->open) {
+		if (py_process_open(&pr->p, pid, 0, &dd)) {
+			/* Not initialised yet, or gone (the caller reaps it):
+			 * ask again later. Anything else will not change. */
+			if (dd.code == EXIT_NOT_PYTHON || dd.code == EXIT_NO_PROCESS)
+				return 0;
+			*d = dd;
+			return -1;
+		}
+		pr->cache = code_cache_new(&pr->p.mem, &pr->p.cfg.off, 0);
+		if (!pr->cache)
+			return diag_errno(d, ENOMEM, "oracle");
+		pr->open = 1;
+	}
+	if (stack_read_all(&pr->p.mem, &pr->p.cfg, pr->stacks, PROBE_THREADS, &count, &dd))
+		return 0;
+	for (int i = 0; i < count && i < PROBE_THREADS; i++) {
+		const struct thread_stack *ts = &pr->stacks[i];
+		int mine = 0, imp = 0, n;
+
+		if (ts->flags & SAMPLE_ERROR)
+			continue;
+		n = oracle_symbolize(pr->cache, ts, pr->frames, pr->arena);
+		for (int k = 0; k < n; k++) {
+			const char *f = pr->frames[k].file, *b = strrchr(f, '/');
+
+			mine |= !strcmp(b ? b + 1 : f, own);
+			imp |= importing(f);
+		}
+		if (mine && !imp)
+			return 1;
+	}
+	return 0;
+}
