@@ -32,9 +32,20 @@ static int parse_stack(char *s, struct rule_frame *out, int max)
 	     tok = strtok_r(NULL, ";", &save)) {
 		char *at = strchr(tok, '@'), *colon;
 
+		size_t len = strlen(tok);
+
 		tmp[n].name = tok;
 		tmp[n].file = NULL;
 		tmp[n].line = 0;
+		tmp[n].task = 0;
+		/* "[task NAME]": a task frame, as oracle_sched.c makes them, so
+		 * task:GLOB items are fuzzed against task frames too. */
+		if (len > 7 && !strncmp(tok, "[task ", 6) && tok[len - 1] == ']') {
+			tok[len - 1] = '\0';
+			tmp[n].name = tok + 6;
+			tmp[n].task = 1;
+			at = NULL;
+		}
 		if (at) {
 			*at = '\0';
 			tmp[n].file = at + 1;
@@ -116,9 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			exercise(r, st, frames, n, 2);
 		}
 		{
-			struct rule_frame f[3] = {{"leaf", "fuzz.py", 3},
-						  {"main", "fuzz.py", 2},
-						  {"<module>", "fuzz.py", 1}};
+			struct rule_frame f[3] = {{"leaf", "fuzz.py", 3, 0},
+						  {"main", "fuzz.py", 2, 0},
+						  {"<module>", "fuzz.py", 1, 0}};
 
 			exercise(r, st, f, 3, 1);
 			exercise(r, st, f, 0, 3);
