@@ -649,132 +649,147 @@ static int names_from_map(void *ctx, uint32_t pid, uint64_t addr, uint32_t fp,
 /* The kernel names a code object on first sight, once: compact ASCII only,
  * the line table's first CODE_TABLE_MAX bytes; user space names the frame
  * from that copy after the object is gone, and only then. */
+/* test_kernel_names, the kernel's side: the walk copies an ASCII name, its
+ * file and line table into code_names once per (code, fingerprint); a
+ * non-ASCII or over-long name is left to user space. fr gets the frames. */
+static void kernel_names_copied(struct image *im, struct frame_rec *fr)
+{
+	const uint32_t non_ascii = 1u << 2 | 1u << 5; /* compact Latin-1 */
+	const struct py_offsets *o = &im->cfg.off;
+	const struct sample_hdr *h;
+
+	put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
+	put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
+	put_table(o, 2, 20);
+	put_str(o, 3, "caf\xe9", non_ascii);
+	put_table(o, 4, CODE_TABLE_MAX + 44);
+	point_code(o, 0, 0, 1, 2);
+	point_code(o, 1, 3, 1, 4);
+	h = tick(im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->nframes, 2);
+	memcpy(fr, frames_of(h), 2 * sizeof(*fr));
+	assert_int_equal(fr[0].code, CODE(0));
+	/* frame 1's name is not ASCII: left to user space */
+	assert_int_equal(nnames, 1);
+	assert_int_equal(names_mem[0].k.pid, 4242);
+	assert_int_equal(names_mem[0].k.code, CODE(0));
+	assert_int_equal(names_mem[0].k.fingerprint, fr[0].fingerprint);
+	assert_int_equal(names_mem[0].v.name_len, 6);
+	assert_memory_equal(names_mem[0].v.name, "func_a", 6);
+	assert_int_equal(names_mem[0].v.file_len, 9);
+	assert_memory_equal(names_mem[0].v.file, "A_file.py", 9);
+	assert_int_equal(names_mem[0].v.flags, CODE_NAME_FILE | CODE_NAME_TABLE);
+	assert_int_equal(names_mem[0].v.table_len, 20);
+	assert_int_equal(names_mem[0].v.table[3], 21);
+	assert_int_equal(counter_mem[CNT_NAMED], 1);
+	/* seen again: one lookup, nothing copied */
+	assert_non_null(tick(im, 0, 1));
+	assert_int_equal(nnames, 1);
+	assert_int_equal(counter_mem[CNT_NAMED], 1);
+	/* frame 1 with an ASCII name (same object, same fingerprint): its
+	 * line table, longer than table[], is copied whole, the rest in
+	 * a chunk of code_tables */
+	put_str(o, 3, "func_b", PY_STR_ASCII_VALUE);
+	assert_non_null(tick(im, 0, 1));
+	assert_int_equal(nnames, 2);
+	assert_int_equal(names_mem[1].v.table_len, CODE_TABLE_MAX + 44);
+	assert_int_equal(names_mem[1].v.flags, CODE_NAME_FILE | CODE_NAME_TABLE);
+	assert_int_equal(ntables, 1);
+	assert_memory_equal(&tables_mem[0].k.name, &names_mem[1].k, sizeof(names_mem[1].k));
+	assert_int_equal(tables_mem[0].k.chunk, 0);
+	assert_memory_equal(tables_mem[0].v.bytes,
+			    strs_b + 4 * 0x400 + o->bytes_data + CODE_TABLE_MAX, 44);
+	/* a name as long as the buffer is left to user space */
+	{
+		char longname[CODE_NAME_MAX + 1];
+
+		memset(longname, 'x', CODE_NAME_MAX);
+		longname[CODE_NAME_MAX] = '\0';
+		put_str(o, 5, longname, PY_STR_ASCII_VALUE);
+		point_code(o, 0, 5, 1, 2); /* a new fingerprint */
+		assert_non_null(tick(im, 0, 1));
+		assert_int_equal(nnames, 2);
+		point_code(o, 0, 0, 1, 2);
+	}
+}
+
+/* test_kernel_names, user space's side: the kernel's copies name the frames
+ * of fr even when the objects are gone, and are checked like any read. */
+static void kernel_names_read(struct image *im, struct frame_rec *fr)
+{
+	const struct py_offsets *o = &im->cfg.off;
+	struct code_cache *c;
+	struct code_cache_stats st;
+	struct sym_frame sf;
+	uint32_t fp;
+
+	/* on a miss, a whole kernel copy wins over the object: its line
+	 * table may already be freed (here: emptied) while the header
+	 * still matches */
+	c = code_cache_new(&im->r, o, 0);
+	assert_non_null(c);
+	code_cache_set_names(c, names_from_map, NULL, 4242);
+	put_table(o, 2, 0);
+	assert_int_equal(code_cache_lookup(c, CODE(0), fr[0].fingerprint)->linetable_len, 20);
+	/* frame 1's copy is whole too, chunk and all */
+	put_table(o, 4, 0);
+	assert_int_equal(code_cache_lookup(c, CODE(1), fr[1].fingerprint)->linetable_len,
+			 CODE_TABLE_MAX + 44);
+	code_cache_get_stats(c, &st);
+	assert_int_equal(st.kernel_filled, 2);
+	code_cache_free(c);
+
+	/* both objects freed (here: zeroed) before user space reads them */
+	memset(code_b, 0, 2 * 0x400);
+	c = code_cache_new(&im->r, o, 0);
+	assert_non_null(c);
+	assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_STALE);
+	assert_string_equal(sf.name, CODE_CACHE_UNKNOWN);
+	code_cache_set_names(c, names_from_map, NULL, 4242);
+	assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_OK);
+	assert_string_equal(sf.name, "func_a");
+	assert_string_equal(sf.file, "A_file.py");
+	assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
+	assert_string_equal(sf.name, "func_b");
+	assert_int_equal(sf.firstlineno, 10);
+	/* a byte the kernel copied that is not ASCII after all (a hostile
+	 * or torn str) is replaced, as pystr_read does: output is UTF-8 */
+	names_mem[1].v.name[1] = (char)0xff;
+	names_mem[1].v.name[2] = '\0';
+	code_cache_clear(c);
+	assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
+	assert_string_equal(sf.name, "f" PYSTR_REPLACEMENT PYSTR_REPLACEMENT "c_b");
+	/* a fingerprint the kernel never saw, an unreadable address, another
+	 * process: still unknown, which readers count as errors */
+	fp = fr[0].fingerprint;
+	fr[0].fingerprint = fp ^ 2;
+	assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_STALE);
+	assert_string_equal(sf.name, CODE_CACHE_UNKNOWN);
+	fr[0].fingerprint = fp;
+	fr[0].code = 0xdead0000ull;
+	assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_UNREADABLE);
+	code_cache_set_names(c, names_from_map, NULL, 4243);
+	assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_STALE);
+	code_cache_end_sample(c);
+	code_cache_get_stats(c, &st);
+	assert_int_equal(st.kernel_named, 3);
+	code_cache_free(c);
+}
+
 static void test_kernel_names(void **state)
 {
 	static const int depth[] = {2};
 	static const uint32_t versions[] = {0x030807f0u, V310, V311, V312};
-	const uint32_t non_ascii = 1u << 2 | 1u << 5; /* compact Latin-1 */
 
 	(void)state;
 	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
 		struct image im;
-		const struct py_offsets *o;
-		const struct sample_hdr *h;
 		struct frame_rec fr[2];
-		struct code_cache *c;
-		struct code_cache_stats st;
-		struct sym_frame sf;
-		uint32_t fp;
 
 		build(&im, versions[v], 1, depth);
-		o = &im.cfg.off;
-		put_str(o, 0, "func_a", PY_STR_ASCII_VALUE);
-		put_str(o, 1, "A_file.py", PY_STR_ASCII_VALUE);
-		put_table(o, 2, 20);
-		put_str(o, 3, "caf\xe9", non_ascii);
-		put_table(o, 4, CODE_TABLE_MAX + 44);
-		point_code(o, 0, 0, 1, 2);
-		point_code(o, 1, 3, 1, 4);
-		h = tick(&im, 0, 1);
-		assert_non_null(h);
-		assert_int_equal(h->nframes, 2);
-		memcpy(fr, frames_of(h), sizeof(fr));
-		assert_int_equal(fr[0].code, CODE(0));
-		/* frame 1's name is not ASCII: left to user space */
-		assert_int_equal(nnames, 1);
-		assert_int_equal(names_mem[0].k.pid, 4242);
-		assert_int_equal(names_mem[0].k.code, CODE(0));
-		assert_int_equal(names_mem[0].k.fingerprint, fr[0].fingerprint);
-		assert_int_equal(names_mem[0].v.name_len, 6);
-		assert_memory_equal(names_mem[0].v.name, "func_a", 6);
-		assert_int_equal(names_mem[0].v.file_len, 9);
-		assert_memory_equal(names_mem[0].v.file, "A_file.py", 9);
-		assert_int_equal(names_mem[0].v.flags, CODE_NAME_FILE | CODE_NAME_TABLE);
-		assert_int_equal(names_mem[0].v.table_len, 20);
-		assert_int_equal(names_mem[0].v.table[3], 21);
-		assert_int_equal(counter_mem[CNT_NAMED], 1);
-		/* seen again: one lookup, nothing copied */
-		assert_non_null(tick(&im, 0, 1));
-		assert_int_equal(nnames, 1);
-		assert_int_equal(counter_mem[CNT_NAMED], 1);
-		/* frame 1 with an ASCII name (same object, same fingerprint): its
-		 * line table, longer than table[], is copied whole, the rest in
-		 * a chunk of code_tables */
-		put_str(o, 3, "func_b", PY_STR_ASCII_VALUE);
-		assert_non_null(tick(&im, 0, 1));
-		assert_int_equal(nnames, 2);
-		assert_int_equal(names_mem[1].v.table_len, CODE_TABLE_MAX + 44);
-		assert_int_equal(names_mem[1].v.flags, CODE_NAME_FILE | CODE_NAME_TABLE);
-		assert_int_equal(ntables, 1);
-		assert_memory_equal(&tables_mem[0].k.name, &names_mem[1].k, sizeof(names_mem[1].k));
-		assert_int_equal(tables_mem[0].k.chunk, 0);
-		assert_memory_equal(tables_mem[0].v.bytes,
-				    strs_b + 4 * 0x400 + o->bytes_data + CODE_TABLE_MAX, 44);
-		/* a name as long as the buffer is left to user space */
-		{
-			char longname[CODE_NAME_MAX + 1];
-
-			memset(longname, 'x', CODE_NAME_MAX);
-			longname[CODE_NAME_MAX] = '\0';
-			put_str(o, 5, longname, PY_STR_ASCII_VALUE);
-			point_code(o, 0, 5, 1, 2); /* a new fingerprint */
-			assert_non_null(tick(&im, 0, 1));
-			assert_int_equal(nnames, 2);
-			point_code(o, 0, 0, 1, 2);
-		}
-
-		/* on a miss, a whole kernel copy wins over the object: its line
-		 * table may already be freed (here: emptied) while the header
-		 * still matches */
-		c = code_cache_new(&im.r, o, 0);
-		assert_non_null(c);
-		code_cache_set_names(c, names_from_map, NULL, 4242);
-		put_table(o, 2, 0);
-		assert_int_equal(code_cache_lookup(c, CODE(0), fr[0].fingerprint)->linetable_len,
-				 20);
-		/* frame 1's copy is whole too, chunk and all */
-		put_table(o, 4, 0);
-		assert_int_equal(code_cache_lookup(c, CODE(1), fr[1].fingerprint)->linetable_len,
-				 CODE_TABLE_MAX + 44);
-		code_cache_get_stats(c, &st);
-		assert_int_equal(st.kernel_filled, 2);
-		code_cache_free(c);
-
-		/* both objects freed (here: zeroed) before user space reads them */
-		memset(code_b, 0, 2 * 0x400);
-		c = code_cache_new(&im.r, o, 0);
-		assert_non_null(c);
-		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_STALE);
-		assert_string_equal(sf.name, CODE_CACHE_UNKNOWN);
-		code_cache_set_names(c, names_from_map, NULL, 4242);
-		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_OK);
-		assert_string_equal(sf.name, "func_a");
-		assert_string_equal(sf.file, "A_file.py");
-		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
-		assert_string_equal(sf.name, "func_b");
-		assert_int_equal(sf.firstlineno, 10);
-		/* a byte the kernel copied that is not ASCII after all (a hostile
-		 * or torn str) is replaced, as pystr_read does: output is UTF-8 */
-		names_mem[1].v.name[1] = (char)0xff;
-		names_mem[1].v.name[2] = '\0';
-		code_cache_clear(c);
-		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_OK);
-		assert_string_equal(sf.name, "f" PYSTR_REPLACEMENT PYSTR_REPLACEMENT "c_b");
-		/* a fingerprint the kernel never saw, an unreadable address, another
-		 * process: still unknown, which readers count as errors */
-		fp = fr[0].fingerprint;
-		fr[0].fingerprint = fp ^ 2;
-		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_STALE);
-		assert_string_equal(sf.name, CODE_CACHE_UNKNOWN);
-		fr[0].fingerprint = fp;
-		fr[0].code = 0xdead0000ull;
-		assert_int_equal(code_cache_symbolize(c, &fr[0], &sf), CODE_UNREADABLE);
-		code_cache_set_names(c, names_from_map, NULL, 4243);
-		assert_int_equal(code_cache_symbolize(c, &fr[1], &sf), CODE_STALE);
-		code_cache_end_sample(c);
-		code_cache_get_stats(c, &st);
-		assert_int_equal(st.kernel_named, 3);
-		code_cache_free(c);
+		kernel_names_copied(&im, fr);
+		kernel_names_read(&im, fr);
 	}
 }
 
@@ -900,7 +915,7 @@ static void test_kernel_tables(void **state)
 		table = strs_b + 8 * 0x400 + o->bytes_data;
 		h = tick(&im, 0, 1);
 		assert_non_null(h);
-		memcpy(fr, frames_of(h), sizeof(fr));
+		memcpy(fr, frames_of(h), 2 * sizeof(*fr));
 		n = named(CODE(1));
 		assert_non_null(n);
 		assert_int_equal(n->table_len, CODE_TABLE_LIMIT);
@@ -988,7 +1003,7 @@ static void test_named_filter(void **state)
 	h = tick(&im, 0, 1);
 	assert_non_null(h);
 	assert_int_equal(h->nframes, 2);
-	memcpy(fr, frames_of(h), sizeof(fr));
+	memcpy(fr, frames_of(h), 2 * sizeof(*fr));
 	assert_int_equal(nnames, 2);
 	for (int i = 0; i < 2; i++) {
 		tag = code_named_tag(fr[i].code, fr[i].fingerprint);
