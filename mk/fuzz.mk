@@ -1,6 +1,6 @@
 # libFuzzer targets (tests/fuzz/fuzz_*.c), included from the Makefile.
 #   make fuzz            build, then run every target for FUZZ_SECONDS (60) each
-#   make fuzz-smoke      the same for ~10 s each (CI: tests/integration/test_fuzz_smoke.sh)
+#   make fuzz-smoke      the same for ~5 s each (CI: tests/integration/test_fuzz_smoke.sh)
 #   make fuzz-seeds      regenerate the walker's seed images
 #   make soak            ten minutes (SOAK_SECONDS) of record -a against churning targets
 # Each target is linked against the user/*.c files it exercises, compiled
@@ -43,7 +43,7 @@ fuzz: fuzz-build
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-smoke: fuzz-build
-	@scripts/fuzz.sh 10 $(FUZZ_TARGETS)
+	@scripts/fuzz.sh 5 $(FUZZ_TARGETS)
 
 # The seed generator is the walker target's own file, built without libFuzzer.
 fuzz-seeds: | $(FUZZ_OUT)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The fuzzing smoke pass: builds every libFuzzer target (tests/fuzz/, with
-# clang, ASan and UBSan) and runs each for ~10 s over its committed corpus
+# clang, ASan and UBSan) and runs each for ~5 s over its committed corpus
 # (make fuzz-smoke). Proves the parsers of untrusted input (ELF files,
 # _Py_DebugOffsets, line tables, rules) and the walker+symbolizer over
 # random memory images survive fresh random input on every run, and that
