@@ -33,12 +33,31 @@ label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 newest=$(targets | tail -n 1 | cut -f2)
 py= hot= gc=
 
-# vg NAME ARGS...: bpfpy ARGS under memcheck; passes on exit 0.
-vg() {
+# vg_start NAME ARGS...: bpfpy ARGS under memcheck, in the background (its
+# exit status into $TMP/NAME.rc); vg_check NAME ARGS... waits for it and
+# passes on exit 0 with nothing from valgrind. Two run at a time: valgrind
+# is one CPU-bound thread, and the machine has two CPUs.
+vg_pids=()
+vg_start() {
+	local name=$1
+	shift
+	if ((${#vg_pids[@]} >= 2)); then
+		wait "${vg_pids[0]}"
+		vg_pids=("${vg_pids[@]:1}")
+	fi
+	{
+		timeout -s KILL 600 "${VG[@]}" "$BPFPY" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+		echo $? >"$TMP/$name.rc"
+	} &
+	vg_pids+=($!)
+}
+vg_check() {
 	local name=$1 rc
 	shift
-	timeout -s KILL 600 "${VG[@]}" "$BPFPY" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-	rc=$?
+	while [[ ! -s $TMP/$name.rc ]]; do
+		wait -n 2>/dev/null || sleep 0.2
+	done
+	rc=$(cat "$TMP/$name.rc")
 	# valgrind's own chatter about syscalls it does not model is not a finding
 	grep -E '^==[0-9]+== ' "$TMP/$name.err" | grep -vE 'unhandled (amd64-linux syscall|eBPF command)' >"$TMP/$name.vg"
 	if [[ $rc == 0 && ! -s $TMP/$name.vg ]]; then
@@ -57,21 +76,31 @@ py=$PY_PID
 start_py "$newest" "$PYDIR/hot.py" || finish
 hot=$PY_PID
 
-vg dump dump -p "$py"
-vg dump_json dump -p "$hot" --nonblocking --json
-vg rec_cpu record -p "$hot" -d 2 -f speedscope -o "$TMP/r.speedscope.json"
-vg rec_wall record -p "$py" -d 2 --clock wall --idle -F 200 -f pprof -o "$TMP/r.pb.gz"
-vg rec_all record -a -d 2 -F 200 -o "$TMP/all.folded"
+runs=(
+	"dump|dump -p $py"
+	"dump_json|dump -p $hot --nonblocking --json"
+	"rec_cpu|record -p $hot -d 2 -f speedscope -o $TMP/r.speedscope.json"
+	"rec_wall|record -p $py -d 2 --clock wall --idle -F 200 -f pprof -o $TMP/r.pb.gz"
+	"rec_all|record -a -d 2 -F 200 -o $TMP/all.folded"
+	"oracle|oracle --snippet flat_alternating --mode ptrace --mode live --mode bpf --mode bpf-wall --duration 1 --rate 0.2 --warmup 0.3 --python $label -q --json $TMP/o.json"
+)
+for r in "${runs[@]}"; do
+	read -ra args <<<"${r#*|}"
+	vg_start "${r%%|*}" "${args[@]}"
+done
+for r in "${runs[@]}"; do
+	read -ra args <<<"${r#*|}"
+	vg_check "${r%%|*}" "${args[@]}"
+done
 grep -q heavy "$TMP/all.folded" 2>/dev/null || bad "record -a under valgrind: no samples of hot.py"
-vg oracle oracle --snippet flat_alternating --mode ptrace --mode live --mode bpf --mode bpf-wall \
-	--duration 1 --rate 0.2 --warmup 0.3 --python "$label" -q --json "$TMP/o.json"
 grep -q '^bpf ' "$TMP/oracle.out" || bad "oracle under valgrind printed no bpf row: $(tail -n 5 "$TMP/oracle.out")"
 
 if [[ -x /usr/bin/python3.11 ]] && readelf -n /usr/bin/python3.11 2>/dev/null | grep -q gc__start; then
 	printf 'import gc, time\nprint("ready", flush=True)\nwhile True:\n    gc.collect(0)\n    time.sleep(0.01)\n' >"$TMP/gc_loop.py"
 	start_py debian-3.11 "$TMP/gc_loop.py" || finish
 	gc=$PY_PID
-	vg trace trace -p "$gc" --usdt python:gc__start -d 2 -q
+	vg_start trace trace -p "$gc" --usdt python:gc__start -d 2 -q
+	vg_check trace trace -p "$gc" --usdt python:gc__start -d 2 -q
 else
 	echo "note: no Debian python3.11 with USDT probes: the trace row is skipped"
 fi
