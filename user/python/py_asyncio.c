@@ -834,6 +834,27 @@ static int name_from_raw(struct py_process *p, struct py_asyncio *a, const uint8
 	return -1;
 }
 
+const struct py_task *py_task_on_stack(const struct py_task_graph *g, uint16_t gen_iframe,
+				       const __u64 *addrs, uint32_t n, uint32_t *idx)
+{
+	const struct py_task *best = NULL;
+
+	*idx = n;
+	for (size_t k = 0; k < g->n; k++) {
+		const struct py_task *t = &g->v[k];
+
+		if (t->state != PY_TASK_RUNNING || !t->coro)
+			continue;
+		for (uint32_t i = 0; i < *idx; i++)
+			if (addrs[i] == t->coro + gen_iframe) {
+				*idx = i;
+				best = t;
+				break;
+			}
+	}
+	return best;
+}
+
 const char *py_task_name_of(struct py_process *p, struct py_asyncio *a, const struct task_rec *tr,
 			    char *out, size_t cap)
 {

@@ -104,6 +104,15 @@ void py_asyncio_name(struct py_process *p, struct py_asyncio *a, struct py_task_
 
 const struct py_task *py_task_find(const struct py_task_graph *g, uint64_t addr);
 
+/* The running task of g whose coroutine frame (at coro + gen_iframe) is
+ * the leafmost of one thread's frames, addrs[0..n) leaf first (as
+ * stack_read_all_addrs gives them), its index in *idx; NULL when none is:
+ * the thread runs no task of g, or is between a task's entry and its
+ * coroutine's frame. What the kernel does on 3.11-3.13 (task_capture),
+ * for a stack read while the target was stopped. */
+const struct py_task *py_task_on_stack(const struct py_task_graph *g, uint16_t gen_iframe,
+				       const __u64 *addrs, uint32_t n, uint32_t *idx);
+
 /* The name of the task the kernel captured (tr), from its copy of the
  * name object, else read now; "Task at 0x…" when neither works. Returns
  * out. */

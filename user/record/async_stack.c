@@ -129,6 +129,8 @@ static const struct py_task *verified(struct rec_target *t, const struct task_re
 
 	if (k && k->coro == tr->coro)
 		return k;
+	if (at->frozen)
+		return NULL;
 	now = mono_ns();
 	if (at->read_ns && now - at->read_ns < ASYNC_REREAD_NS)
 		return NULL;
@@ -168,7 +170,12 @@ uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 	for (uint32_t i = 0; i <= idx; i++)
 		put_frame(t, &frames[i], out, cap, &n, unnamed);
 	k = verified(t, tr, st);
-	py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
+	/* The kernel's copy of the name, else the graph's (read with the task
+	 * and coroutine the kernel saw), else read now. */
+	if (!(tr->flags & TASK_NAME_READ) && k && k->name[0])
+		snprintf(name, sizeof(name), "%s", k->name);
+	else
+		py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
 	put_mark(out, cap, &n, nmark++, name, k ? k->nawaiters : 0);
 	if (!k)
 		st->unresolved++;
@@ -183,6 +190,25 @@ rest:
 	for (uint32_t i = 0; i < nf; i++)
 		put_frame(t, &frames[i], out, cap, &n, unnamed);
 	return n < cap ? n : cap;
+}
+
+uint32_t async_compose_stopped(struct rec_target *t, const struct thread_stack *ts,
+			       const __u64 *addrs, struct sym_frame *out, uint32_t cap,
+			       struct async_stats *st, int *unnamed)
+{
+	struct sample_hdr h = {.nframes = ts->nframes};
+	struct task_rec tr = {.frame_idx = 0xffff};
+	uint32_t idx;
+	const struct py_task *k =
+	    py_task_on_stack(&t->async->g, t->async->a.k.gen_iframe, addrs, ts->nframes, &idx);
+
+	if (k) {
+		tr.task = k->addr;
+		tr.coro = k->coro;
+		tr.frame_idx = (uint16_t)idx;
+		tr.flags = TASK_AT_FRAME;
+	}
+	return async_compose(t, &h, ts->frames, &tr, out, cap, st, unnamed);
 }
 
 void async_snapshot_all(struct target_set *ts, uint64_t ts_ns, struct sym_frame *buf, uint32_t cap,

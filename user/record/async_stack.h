@@ -19,12 +19,16 @@
 #include "profile.h"
 #include "py_asyncio.h"
 #include "record_targets.h"
+#include "stack_reader.h"
 
 struct async_target {
 	struct py_asyncio a;
 	struct py_task_graph g;
 	uint64_t read_ns; /* CLOCK_MONOTONIC when g was read, 0 never */
 	int kernel_ready; /* the kernel has a's layout */
+	/* g is what one stop read (the oracle's async reference): it is
+	 * never read again to find a task it lacks. */
+	int frozen;
 };
 
 /* What record's summary prints ("async: ..."), docs/async.md. */
@@ -55,6 +59,19 @@ void async_targets_poll(struct target_set *ts);
 uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 		       const struct frame_rec *frames, const struct task_rec *tr,
 		       struct sym_frame *out, uint32_t cap, struct async_stats *st, int *unnamed);
+
+/*
+ * The task chain of one thread's stack read while the target was stopped,
+ * t->async->g read in the same stop and named (the oracle's async
+ * reference, docs/oracle.md): the running task is the graph's running
+ * task whose coroutine frame is among the thread's frames (addrs, their
+ * addresses, leaf first), and the chain is composed as async_compose
+ * composes a sample, so the two compare key for key. t->async->frozen
+ * must be set.
+ */
+uint32_t async_compose_stopped(struct rec_target *t, const struct thread_stack *ts,
+			       const __u64 *addrs, struct sym_frame *out, uint32_t cap,
+			       struct async_stats *st, int *unnamed);
 
 /*
  * --async-mode all, at each snapshot tick: every waiting task of every
