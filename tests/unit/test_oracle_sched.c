@@ -125,6 +125,29 @@ static void key_is_leaf_first_name_line(void **state)
 	assert_true(strlen(small) < sizeof(small));
 }
 
+/* A task chain is keyed up to its root task: the loop's frames below it
+ * go, whatever sampler composed it; a stack without a mark stays whole. */
+static void task_chain_cut_at_root_task(void **state)
+{
+	struct rule_frame chain[] = {
+	    {"hot_leaf", "x.py", 15, 0}, {"hot", "x.py", 28, 0},
+	    {"hot", NULL, 0, 1},	 {"main", "x.py", 43, 0},
+	    {"Task-1", NULL, 0, 1},	 {"Handle._run", "events.py", 94, 0},
+	    {"<module>", "x.py", 47, 0}};
+	struct rule_frame plain[] = {{"_run_once", "b.py", 1, 0}, {"<module>", "x.py", 47, 0}};
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(oracle_task_chain_len(chain, 7), 5);
+	oracle_key_build(chain, oracle_task_chain_len(chain, 7), buf, sizeof(buf));
+	assert_string_equal(buf, "hot_leaf:15;hot:28;[task hot];main:43;[task Task-1]");
+	/* the rootmost mark decides, wherever it is */
+	chain[4].task = 0;
+	assert_int_equal(oracle_task_chain_len(chain, 7), 3);
+	assert_int_equal(oracle_task_chain_len(plain, 2), 2);
+	assert_int_equal(oracle_task_chain_len(plain, 0), 0);
+}
+
 static void ext_protocol(void **state)
 {
 	struct rule_frame fr[8];
@@ -205,6 +228,7 @@ int main(void)
 	    cmocka_unit_test(set_rate_changes_later_gaps_only),
 	    cmocka_unit_test(zero_rate_is_always_due),
 	    cmocka_unit_test(key_is_leaf_first_name_line),
+	    cmocka_unit_test(task_chain_cut_at_root_task),
 	    cmocka_unit_test(ext_protocol),
 	};
 

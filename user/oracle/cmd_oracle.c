@@ -182,13 +182,15 @@ static const struct argp_option options[] = {
     {"snippet", OPT_SNIPPET, "NAME|PATH", 0, "A case (repeatable; default: all)", 0},
     {"mode", OPT_MODE, "MODE", 0,
      "ptrace, live, bpf, bpf-native, bpf-wall, bpf-timer, external:CMD, cpython-live, "
-     "cpython-blocking, cpython-live-cache, cpython-blocking-cache "
+     "cpython-blocking, cpython-live-cache, cpython-blocking-cache; task chains: bpf-async, "
+     "ptrace-async, cpython-async "
      "(repeatable; "
      "default ptrace, live, bpf)",
      0},
     {"reference-mode", OPT_REF, "MODE", 0,
      "The reference: auto (default: ptrace, or ptrace-low when the rate would make ptrace "
-     "stop the target over 10% of the time), ptrace-low, bpf-poisson, or any mode",
+     "stop the target over 10% of the time; ptrace-async or ptrace-async-low when a mode is "
+     "an async one), ptrace-low, ptrace-async-low, bpf-poisson, or any mode",
      0},
     {"duration", OPT_DURATION, "SECONDS", 0, "Sampling window per mode (default 3.0)", 0},
     {"runs", OPT_RUNS, "N", 0, "Repeat everything N times (default 1)", 0},
@@ -243,6 +245,14 @@ static const struct argp_option options[] = {
     {0},
 };
 
+/* A mode named NAME-async keys task chains (docs/oracle.md, "Async"). */
+static int name_async(const char *name)
+{
+	size_t l = strlen(name);
+
+	return l > 6 && !strcmp(name + l - 6, "-async");
+}
+
 /* What a --mode value names; m->cmd is allocated for external:CMD. */
 static int mode_resolve(const char *arg, struct oracle_mode *m)
 {
@@ -251,7 +261,8 @@ static int mode_resolve(const char *arg, struct oracle_mode *m)
 		enum oracle_mode_kind kind;
 	} known[] = {{"ptrace", MODE_PTRACE},	  {"live", MODE_LIVE},
 		     {"bpf", MODE_BPF},		  {"bpf-native", MODE_BPF},
-		     {"bpf-wall", MODE_BPF_WALL}, {"bpf-timer", MODE_BPF_TIMER}};
+		     {"bpf-wall", MODE_BPF_WALL}, {"bpf-timer", MODE_BPF_TIMER},
+		     {"bpf-async", MODE_BPF},	  {"ptrace-async", MODE_PTRACE}};
 
 	if (!oracle_reference_mode(arg, m))
 		return 0;
@@ -265,11 +276,13 @@ static int mode_resolve(const char *arg, struct oracle_mode *m)
 		m->cmd = strdup(arg + 9);
 		snprintf(m->name, sizeof(m->name), "ext:%.40s", arg + 9);
 	} else if (!strcmp(arg, "cpython-live") || !strcmp(arg, "cpython-blocking") ||
-		   !strcmp(arg, "cpython-live-cache") || !strcmp(arg, "cpython-blocking-cache")) {
+		   !strcmp(arg, "cpython-live-cache") || !strcmp(arg, "cpython-blocking-cache") ||
+		   !strcmp(arg, "cpython-async")) {
 		/* The command is built once the interpreter is known. */
 		m->kind = MODE_EXTERNAL;
 		snprintf(m->name, sizeof(m->name), "%s", arg);
 	}
+	m->async = name_async(m->name);
 	return m->kind == MODE_NONE ? -1 : 0;
 }
 
@@ -539,8 +552,9 @@ static void add_peers(struct oracle_plan *p, const struct oracle_python *py)
 			"bpfpy oracle: --peers: skipped, a quote in the interpreter's path\n");
 		return;
 	}
-	snprintf(cmd, sizeof(cmd), "'%s/scripts/oracle_peers.sh' '%s' '%s' '%s' '%s'", p->data_dir,
-		 py->version, py->label, py->root, py->python);
+	snprintf(cmd, sizeof(cmd), "'%s/scripts/oracle_peers.sh' '%s' '%s' '%s' '%s' %s",
+		 p->data_dir, py->version, py->label, py->root, py->python,
+		 p->async ? "async" : "stacks");
 	f = popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		char *tab = strchr(line, '\t');
@@ -561,24 +575,64 @@ static void add_peers(struct oracle_plan *p, const struct oracle_python *py)
 		n = p->nmodes;
 		if (add_mode(p, ext))
 			fprintf(stderr, "bpfpy oracle: --peers: cannot add mode '%s'\n", line);
-		else if (p->nmodes > n) /* not when given already: that one keeps its name */
+		else if (p->nmodes > n) { /* not when given already: that one keeps its name */
 			snprintf(p->modes[p->nmodes - 1].name, sizeof(p->modes[0].name), "%.63s",
 				 line);
+			p->modes[p->nmodes - 1].async = name_async(line);
+		}
 	}
 	if (!f || pclose(f))
 		fprintf(stderr, "bpfpy oracle: --peers: %s/scripts/oracle_peers.sh failed\n",
 			p->data_dir);
 }
 
+/* An async run keys task chains, any other thread stacks: one reference
+ * cannot judge both (a chain's key is never a stack's), so a plain mode in
+ * an async run, or the reverse, is refused. external:CMD is the user's
+ * tool: it may send either. */
+static int async_plan(struct oracle_plan *p, struct diag *d)
+{
+	const struct oracle_opts *o = p->o;
+	struct oracle_mode m;
+
+	for (int i = 0; i < o->nmode_args; i++)
+		if (!mode_resolve(o->mode_args[i], &m)) {
+			free(m.cmd);
+			p->async |= m.async;
+		}
+	if (o->ref_name && !mode_resolve(o->ref_name, &m)) {
+		free(m.cmd);
+		p->async |= m.async;
+	}
+	for (int i = 0; p->async && i < o->nmode_args; i++) {
+		if (mode_resolve(o->mode_args[i], &m))
+			continue;
+		free(m.cmd);
+		if (!m.async && m.kind != MODE_BPF_TIMER && strncmp(m.name, "ext:", 4))
+			return diag_set(d, EXIT_USAGE,
+					"--mode %s: a thread-stack mode in a run of task-chain "
+					"(async) modes; one reference cannot judge both: run them "
+					"apart",
+					o->mode_args[i]);
+	}
+	return 0;
+}
+
 /* Modes, reference and pinning, once the flags are all in. */
 static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncpus, struct diag *d)
 {
 	const struct oracle_opts *o = p->o;
-	const char *ref = oracle_reference_pick(p, o->ref_name);
+	const char *ref;
+
+	if (async_plan(p, d))
+		return -1;
+	ref = oracle_reference_pick(p, o->ref_name);
 
 	for (int i = 0; i < o->nmode_args; i++)
 		add_mode(p, o->mode_args[i]); /* checked by the parser */
-	if (!p->nmodes)
+	if (!p->nmodes && p->async)	      /* --reference-mode ptrace-async alone */
+		add_mode(p, "bpf-async");
+	else if (!p->nmodes)
 		add_mode(p, "ptrace"), add_mode(p, "live"), add_mode(p, "bpf");
 	if (o->peers)
 		add_peers(p, py);
@@ -603,8 +657,11 @@ static int settle(struct oracle_plan *p, const struct oracle_python *py, int ncp
 
 		if (m->kind != MODE_EXTERNAL || m->cmd)
 			continue;
+		/* cpython-async: the CLI's --async-aware configuration (it
+		 * caches frames), so that it pairs with tachyon-async. */
 		const char *flags =
-		    strstr(m->name, "blocking")
+		    m->async ? " --async --cache"
+		    : strstr(m->name, "blocking")
 			? (strstr(m->name, "-cache") ? " --blocking --cache" : " --blocking")
 			: (strstr(m->name, "-cache") ? " --cache" : "");
 

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "async_stack.h"
 #include "bpf_sampler.h"
 #include "code_cache.h"
 #include "oracle_gate.h"
@@ -73,13 +74,14 @@
 int oracle_reference_mode(const char *name, struct oracle_mode *m)
 {
 	memset(m, 0, sizeof(*m));
-	if (!strcmp(name, "ptrace-low"))
+	if (!strcmp(name, "ptrace-low") || !strcmp(name, "ptrace-async-low"))
 		m->kind = MODE_PTRACE;
 	else if (!strcmp(name, "bpf-poisson"))
 		m->kind = MODE_BPF;
 	else
 		return -1;
 	m->low = 1;
+	m->async = !strcmp(name, "ptrace-async-low");
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	return 0;
 }
@@ -94,9 +96,9 @@ const char *oracle_reference_pick(struct oracle_plan *p, const char *asked)
 	}
 	if (hz > 0 && est <= REF_MAX_DISTORTION) {
 		snprintf(p->ref_why, sizeof(p->ref_why),
-			 "auto: ptrace at %g Hz stops the target ~%.0f%% of the time", hz,
-			 100 * est);
-		return "ptrace";
+			 "auto: ptrace at %g Hz stops the target ~%.0f%% of the time%s", hz,
+			 100 * est, p->async ? "; task chains (async modes)" : "");
+		return p->async ? "ptrace-async" : "ptrace";
 	}
 	if (hz > 0)
 		snprintf(
@@ -106,7 +108,7 @@ const char *oracle_reference_pick(struct oracle_plan *p, const char *asked)
 	else
 		snprintf(p->ref_why, sizeof(p->ref_why),
 			 "auto: ptrace as fast as possible stops the target most of the time");
-	return "ptrace-low";
+	return p->async ? "ptrace-async-low" : "ptrace-low";
 }
 
 int oracle_mode_cpu_clock(const struct oracle_mode *m)
@@ -228,6 +230,9 @@ static void account_as(struct oracle_window *w, struct oracle_result *r,
 	unsigned v = 0;
 	const char *k;
 
+	/* A task chain ends at its root task: the loop's frames below it are
+	 * no part of its key nor of what the rules judge. */
+	n = oracle_task_chain_len(fr, n);
 	oracle_key_build(fr, n, key, sizeof(key));
 	r->stacks++;
 	if (!fam)
@@ -295,6 +300,66 @@ static void scratch_free(struct scratch *s)
 	free(s->frames);
 	free(s->nframes);
 	free(s->arena);
+}
+
+/*
+ * The async modes' side (bpf-async, ptrace-async): the target as record
+ * --async holds it (user/record/async_stack.h), so that both compose task
+ * chains with async_compose and compare key for key. bpf-async: the
+ * kernel captures the running task at the sample, the awaiters come from
+ * the graph; ptrace-async: the graph is read in the stop, with the stacks.
+ */
+struct async_side {
+	struct rec_target t;
+	struct async_stats st;
+	struct sym_frame *sym; /* BPFPY_MAX_DEPTH: one composed chain */
+	__u64 *addrs;	       /* ptrace-async: MAX_THREADS x BPFPY_MAX_DEPTH frame addresses */
+	struct rec_target *tp[1];
+	struct target_set ts; /* bpf-async: hands the kernel a layout found late */
+};
+
+/* 0, or -1 with d set (exit 2 on 3.10 and older: no task to follow). */
+static int async_side_open(struct async_side *a, const struct oracle_window *w,
+			   struct py_process *p, struct code_cache *cache, int stopped,
+			   struct diag *d)
+{
+	memset(a, 0, sizeof(*a));
+	a->t.pid = w->t->pid;
+	a->t.proc = p;
+	a->t.cache = cache;
+	a->sym = calloc(BPFPY_MAX_DEPTH, sizeof(*a->sym));
+	if (stopped)
+		a->addrs = calloc((size_t)MAX_THREADS * BPFPY_MAX_DEPTH, sizeof(*a->addrs));
+	if (!a->sym || (stopped && !a->addrs))
+		return diag_errno(d, ENOMEM, "oracle %s", w->mode->name);
+	if (async_target_open(&a->t, 1, d))
+		return -1;
+	a->t.async->frozen = stopped;
+	a->tp[0] = &a->t;
+	a->ts.t = a->tp;
+	a->ts.n = 1;
+	a->ts.async = 1;
+	return 0;
+}
+
+static void async_side_close(struct async_side *a)
+{
+	async_target_free(&a->t);
+	free(a->sym);
+	free(a->addrs);
+	a->sym = NULL;
+	a->addrs = NULL;
+}
+
+/* The chain a->sym[0..n) composed into fr: the frame count, or -1 when a
+ * frame could not be named (the sample is an error, as oracle_symbolize's). */
+static int async_side_name(struct async_side *a, uint32_t n, int unnamed, struct rule_frame *fr,
+			   char *arena)
+{
+	int k = unnamed ? -1 : oracle_name_frames(a->sym, n, fr, arena);
+
+	code_cache_end_sample(a->t.cache);
+	return k;
 }
 
 /*
@@ -385,7 +450,9 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 {
 	const struct oracle_plan *pl = w->p;
 	int blocking = w->mode->kind == MODE_PTRACE, running = blocking && wants_running(w);
+	int async = blocking && w->mode->async;
 	double hz = pl->rate_khz * 1000, stopped_s = 0;
+	struct async_side as = {0};
 	struct stopper st = {0};
 	struct oracle_sched sc;
 	struct run_states rs = {0};
@@ -400,7 +467,9 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		return diag_errno(d, ENOMEM, "oracle");
 	}
 	/* Seized once, before the window: attaching is not a sample's cost. */
-	if (blocking && stopper_attach(&st, w->t->pid, d)) {
+	if ((async && async_side_open(&as, w, p, cache, 1, d)) ||
+	    (blocking && stopper_attach(&st, w->t->pid, d))) {
+		async_side_close(&as);
 		scratch_free(&s);
 		return -1;
 	}
@@ -440,7 +509,12 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 			r->errors++;
 			continue;
 		}
-		rc = stack_read_all(&p->mem, &p->cfg, s.stacks, MAX_THREADS, &count, &dd);
+		rc = stack_read_all_addrs(&p->mem, &p->cfg, s.stacks, async ? as.addrs : NULL,
+					  MAX_THREADS, &count, &dd);
+		/* ptrace-async: the task graph in the same stop (dump --async's
+		 * read), named after the resume like the frames. */
+		if (async && !rc && py_asyncio_read(p, &as.t.async->a, &as.t.async->g, &dd) < 0)
+			rc = -1;
 		if (blocking) {
 			stopper_resume(&st, &dd);
 			r->us_target_sum += st.last_stopped_ns / 1e3;
@@ -460,11 +534,25 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 				bad = 1;
 		/* Names are read after the resume: the fingerprints say whether a
 		 * code object changed meanwhile. */
-		for (int i = 0; !rc && !bad && i < shown; i++)
-			if ((s.nframes[i] =
-				 oracle_symbolize(cache, &s.stacks[i], s.frames[i],
-						  s.arena + (size_t)i * ORACLE_NAME_ARENA)) < 0)
+		if (async && !rc && !bad)
+			py_asyncio_name(p, &as.t.async->a, &as.t.async->g);
+		for (int i = 0; !rc && !bad && i < shown; i++) {
+			char *arena = s.arena + (size_t)i * ORACLE_NAME_ARENA;
+
+			if (async) {
+				int unnamed = 0;
+				uint32_t n = async_compose_stopped(
+				    &as.t, &s.stacks[i], as.addrs + (size_t)i * BPFPY_MAX_DEPTH,
+				    as.sym, BPFPY_MAX_DEPTH, &as.st, &unnamed);
+
+				s.nframes[i] = async_side_name(&as, n, unnamed, s.frames[i], arena);
+			} else {
+				s.nframes[i] =
+				    oracle_symbolize(cache, &s.stacks[i], s.frames[i], arena);
+			}
+			if (s.nframes[i] < 0)
 				bad = 1;
+		}
 		t1 = mono_s();
 		oracle_result_us(r, (t1 - t0) * 1e6);
 		r->us_sampler_sum += (t1 - t0) * 1e6;
@@ -486,6 +574,7 @@ out:
 	if (blocking)
 		stopper_detach(&st);
 	run_states_close(&rs);
+	async_side_close(&as);
 	scratch_free(&s);
 	return ret;
 }
@@ -501,6 +590,7 @@ struct bpf_ctx {
 	/* wall: the snapshot's records, accounted once all are in */
 	int wall, nrec, failed;
 	struct thread_stack *recs;
+	struct async_side *as; /* bpf-async, else NULL */
 };
 
 static uint64_t to_ns(double t)
@@ -539,10 +629,19 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 		oracle_result_us(r, h->cost_ns / 1e3);
 		return 0;
 	}
-	ts.tid = h->tid;
-	ts.nframes = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH;
-	memcpy(ts.frames, frames, ts.nframes * sizeof(*frames));
-	n = oracle_symbolize(c->cache, &ts, c->frames, c->arena);
+	if (c->as && async_task_rec(h, frames)) {
+		/* bpf-async: the chain record --async writes for this sample */
+		int unnamed = 0;
+		uint32_t k = async_compose(&c->as->t, h, frames, async_task_rec(h, frames),
+					   c->as->sym, BPFPY_MAX_DEPTH, &c->as->st, &unnamed);
+
+		n = async_side_name(c->as, k, unnamed, c->frames, c->arena);
+	} else {
+		ts.tid = h->tid;
+		ts.nframes = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH;
+		memcpy(ts.frames, frames, ts.nframes * sizeof(*frames));
+		n = oracle_symbolize(c->cache, &ts, c->frames, c->arena);
+	}
 	{
 		double us = (mono_s() - t0) * 1e6;
 
@@ -648,6 +747,7 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	};
 	struct bpf_sampler *s = NULL;
 	struct bpf_ctx c = {.w = w, .r = r, .cache = cache, .wall = wall};
+	struct async_side as = {0};
 	uint64_t cnt[CNT__COUNT] = {0};
 	struct oracle_gate g = {0};
 	double start, deadline;
@@ -660,10 +760,17 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 		diag_errno(d, ENOMEM, "oracle");
 		goto out;
 	}
+	/* bpf-async: the task layout in the config before it is added. */
+	if (w->mode->async) {
+		if (async_side_open(&as, w, p, cache, 0, d))
+			goto out;
+		c.as = &as;
+	}
 	/* bpf-timer registers no process: on the target's CPU every tick
 	 * finds no config for the running pid and returns (sampler.bpf.c). */
 	if (bpf_sampler_open(&s, &so, d) || (!timer && bpf_sampler_add(s, p->pid, &p->cfg, d)))
 		goto out;
+	as.ts.sampler = s;
 	code_cache_set_names(cache, bpf_sampler_code_name, s, (uint32_t)p->pid);
 	if (bpf_sampler_start(s, d))
 		goto out;
@@ -688,6 +795,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 			int ms = (int)((deadline - now) * 1000) + 1;
 
 			bpf_sampler_poll(s, ms < 20 ? ms : 20, on_record, &c);
+			if (c.as) /* asyncio imported late: the kernel gets the layout */
+				async_targets_poll(&as.ts);
 		}
 	} else if (bpf_wall_loop(w, r, s, &c, cache, &g, start, deadline, d)) {
 		goto out;
@@ -708,6 +817,7 @@ out:
 	oracle_gate_stop(&g);
 	code_cache_set_names(cache, NULL, NULL, 0);
 	bpf_sampler_close(s);
+	async_side_close(&as);
 	free(c.frames);
 	free(c.arena);
 	free(c.recs);

@@ -13,8 +13,41 @@
 
 #include "code_cache.h"
 #include "oracle_run.h"
+#include "profile.h"
 #include "py_process.h"
 #include "stack_reader.h"
+
+/* sf as the rules see it into fr, names copied into arena at *used: 0, or
+ * -1 when the arena is full. A task mark ("[task NAME]" or "[task NAME (N
+ * awaiters)]", record --async's) becomes a rule_frame task named NAME. */
+static int name_frame(const struct sym_frame *sf, struct rule_frame *fr, char *arena, size_t *used)
+{
+	const char *name = sf->name ? sf->name : CODE_CACHE_UNKNOWN;
+	const char *file = sf->file ? sf->file : "";
+	size_t l = strlen(name) + 1, lf = strlen(file) + 1;
+	int task = sf->kind == FRAME_KIND_MARK && l > 8 && !strncmp(name, "[task ", 6) &&
+		   name[l - 2] == ']';
+
+	if (*used + l + lf > ORACLE_NAME_ARENA)
+		return -1;
+	memcpy(arena + *used, name, l);
+	fr->name = arena + *used;
+	*used += l;
+	if (task) {
+		char *n = arena + *used - l;
+
+		n[l - 2] = 0;
+		oracle_task_name_norm(n + 6);
+		fr->name = n + 6;
+	}
+	/* The file only feeds rules that name files (code_object_reuse). */
+	memcpy(arena + *used, file, lf);
+	fr->file = task ? NULL : arena + *used;
+	*used += lf;
+	fr->line = !task && sf->line > 0 ? sf->line : 0;
+	fr->task = task;
+	return 0;
+}
 
 /* Symbolize a stack read by the walker into fr (names copied into arena):
  * the frame count, or -1 when a frame cannot be named. */
@@ -26,31 +59,25 @@ int oracle_symbolize(struct code_cache *cache, const struct thread_stack *ts, st
 
 	for (uint32_t i = 0; i < ts->nframes && i < BPFPY_MAX_DEPTH; i++) {
 		struct sym_frame sf;
-		const char *name;
-		size_t l;
 
 		/* A frame that cannot be named makes the sample an error. */
 		if (code_cache_symbolize(cache, &ts->frames[i], &sf) != CODE_OK)
 			return -1;
-		name = sf.name ? sf.name : CODE_CACHE_UNKNOWN;
-		l = strlen(name) + 1;
-		if (used + l > ORACLE_NAME_ARENA)
+		if (name_frame(&sf, &fr[n], arena, &used))
 			break;
-		memcpy(arena + used, name, l);
-		fr[n].name = arena + used;
-		used += l;
-		/* The file only feeds rules that name files (code_object_reuse);
-		 * it is copied the same way. */
-		name = sf.file ? sf.file : "";
-		l = strlen(name) + 1;
-		if (used + l > ORACLE_NAME_ARENA)
-			break;
-		memcpy(arena + used, name, l);
-		fr[n].file = arena + used;
-		used += l;
-		fr[n].line = sf.line > 0 ? sf.line : 0;
 		n++;
 	}
+	return n;
+}
+
+int oracle_name_frames(const struct sym_frame *sf, uint32_t nsf, struct rule_frame *fr, char *arena)
+{
+	size_t used = 0;
+	int n = 0;
+
+	for (uint32_t i = 0; i < nsf && i < BPFPY_MAX_DEPTH; i++, n++)
+		if (name_frame(&sf[i], &fr[n], arena, &used))
+			break;
 	return n;
 }
 

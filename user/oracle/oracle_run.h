@@ -61,6 +61,9 @@ struct oracle_mode {
 	char name[64]; /* as shown in the table */
 	char *cmd;     /* MODE_EXTERNAL: the shell command */
 	int low;       /* ptrace-low, bpf-poisson: a reference that does not distort */
+	/* Task chains (bpf-async, ptrace-async, cpython-async, tachyon-async):
+	 * stacks as record --async composes them (docs/oracle.md, "Async") */
+	int async;
 };
 
 /* What the command line says, as it says it: filled by the parser, const
@@ -107,6 +110,7 @@ struct oracle_plan {
 	int bpf_clamped;
 	const char *data_dir; /* holds snippets/ and scripts/, see oracle_data_dir() */
 	char ref_why[192];    /* how the reference was chosen, for the header */
+	int async;	      /* an async run: its modes and reference key task chains */
 };
 
 /* A started target. */
@@ -225,11 +229,16 @@ double oracle_self_busy(void);
 struct code_cache;
 struct thread_stack;
 struct rule_frame;
+struct sym_frame;
 /* Name a stack read by the walker into fr (names copied into arena, of
  * ORACLE_NAME_ARENA bytes): the frame count, or -1 when a frame cannot be
  * named (the sample is an error). */
 int oracle_symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
 		     char *arena);
+/* Frames already named (a task chain async_compose built, marks
+ * included) into fr the same way: the frame count. */
+int oracle_name_frames(const struct sym_frame *sf, uint32_t nsf, struct rule_frame *fr,
+		       char *arena);
 /* Whether a thread of pid runs a frame of the file own (a basename), not
  * inside an import: 1 yes, 0 not (yet), -1 with d set when it never will
  * (an unsupported interpreter, no privilege). Reads the process while it
@@ -240,10 +249,12 @@ int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, st
 void oracle_probe_free(struct oracle_probe *pr);
 
 /* oracle_modes.c */
-/* ptrace-low or bpf-poisson into m (0), else -1: see oracle_modes.c. */
+/* ptrace-low, ptrace-async-low or bpf-poisson into m (0), else -1: see
+ * oracle_modes.c. */
 int oracle_reference_mode(const char *name, struct oracle_mode *m);
 /* The reference to use for --reference-mode asked (NULL or "auto": chosen
- * from the rate), with the reason in p->ref_why. */
+ * from the rate, and ptrace-async or ptrace-async-low in an async run),
+ * with the reason in p->ref_why. */
 const char *oracle_reference_pick(struct oracle_plan *p, const char *asked);
 /* A mode that samples only threads on a CPU (the bpf cpu clock). */
 int oracle_mode_cpu_clock(const struct oracle_mode *m);

@@ -207,6 +207,14 @@ void oracle_task_name_norm(char *name)
 		}
 }
 
+int oracle_task_chain_len(const struct rule_frame *fr, int n)
+{
+	for (int i = n - 1; i >= 0; i--)
+		if (fr[i].task)
+			return i + 1;
+	return n;
+}
+
 /* "[task NAME]" as the wire writes a task mark: the raw bytes, before any
  * %XX is undone, so that a function named "[task x]" (written %5Btask x])
  * is not taken for one. NAME is cut out in place. */

@@ -92,6 +92,13 @@ struct ext_line {
  * not then key a chain alike. */
 void oracle_task_name_norm(char *name);
 
+/* The frames of a task chain the oracle keys and judges: fr[0..n) leaf
+ * first, cut after its rootmost task mark, so that the event loop's frames
+ * below the root task (which record --async keeps, and CPython's async
+ * unwinder never reports) are no part of the key. A stack without a mark
+ * is kept whole. Returns the frame count kept. */
+int oracle_task_chain_len(const struct rule_frame *fr, int n);
+
 /* Parse line in place (names and files point into it; file NULL when not
  * given). frames gets up to max frames, leaf first; a deeper stack keeps its
  * leaf end. Returns the kind. */
