@@ -604,6 +604,26 @@ static void test_task_items(void **state)
 		   "no allow rule");
 	rules_free(r);
 
+	/* asyncio: every task is unnamed (Task-N), so the shape is judged: a
+	 * child's frames right under a gathered parent's mark is a mix-up. */
+	r = load_case("asyncio");
+	POSSIBLE(r, NULL, "<module> run@runners.py Handle._run@events.py parent parent_work", 1,
+		 PY312);
+	POSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent parent_work", 1, PY315);
+	POSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent task=Task-1234 child child_work", 1,
+		 PY315);
+	POSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent task=Task-1234 child sleep@tasks.py",
+		 1, PY312);
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 child child_work", 1, PY315,
+		   "child frames directly under a parent task's mark");
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent task=Task-1234 parent_work", 1,
+		   PY315, "no allow rule");
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent task=Task-12 child parent_work", 1,
+		   PY315, "a child running the parent's work");
+	IMPOSSIBLE(r, NULL, "<module> run@runners.py Handle._run@events.py child parent_work", 1,
+		   PY312, "a child running the parent's work");
+	rules_free(r);
+
 	/* A task item takes no file and no lines; a bad repetition is named. */
 	assert_int_not_equal(rules_parse("allow task:a{2,\n", "t.rules", "t.py", &r, &d), 0);
 	assert_non_null(strstr(d.msg, "bad repetition"));
