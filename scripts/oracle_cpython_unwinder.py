@@ -14,6 +14,14 @@ BPFPY_DURATION (seconds), BPFPY_POISSON (1 = exponential gaps).
 original's blocking modes do; without it the target runs while it is read.
 --cache reuses unchanged parent frames (cache_frames=True), as Tachyon's
 CLI does: modes cpython-live-cache and cpython-blocking-cache.
+--async reads task chains with get_async_stack_trace() (mode cpython-async,
+run with --cache as the CLI's --async-aware runs it): per thread running a
+task, that task's frames leaf first, "[task NAME]", then the frames where
+its awaiter is suspended, its mark, and so on to the root task, as `bpfpy
+record --async` composes them (docs/async.md): a task several tasks await
+is followed to the one with the lowest id (its address), its mark
+"[task NAME (N awaiters)]". Threads running no task are not reported (the
+unwinder does not return them).
 
 Output, the oracle's external protocol (bpfpy oracle --help): "S grouped"
 when sampling begins, then per attempt the stack of each thread as
@@ -52,22 +60,58 @@ def frame_text(f):
     loc = f.location
     line = loc if isinstance(loc, int) else (loc[0] if loc else 0)
     name = str(f.funcname).translate(_ESC)
+    if name.startswith("["):  # never taken for a task mark (protocol: %5B)
+        name = "%5B" + name[1:]
     text = "%s:%s" % (name, line if isinstance(line, int) and line > 0 else "?")
     if f.filename:
         text += "@" + str(f.filename).translate(_ESC)
     return text
 
 
-def read_sample(unwinder, blocking):
+def task_mark(task, nawaiters):
+    """A task's mark for the protocol: '[task NAME]', escaped like a name."""
+    name = task.task_name if isinstance(task.task_name, str) else "Task-%s" % task.task_name
+    if nawaiters > 1:
+        name += " (%d awaiters)" % nawaiters
+    return "[task %s]" % name.translate(_ESC)
+
+
+def task_chains(awaited):
+    """The chain of each task no other task awaits (the running one: the
+    unwinder returns the running task of each thread with its awaiters),
+    root first, on its thread. Each TaskInfo: task_id, task_name,
+    coroutine_stack (CoroInfo: call_stack, leaf first), awaited_by (CoroInfo
+    whose task_name is the awaiting task's id); an awaiter may be listed
+    under another thread's entry."""
+    tasks = {t.task_id: (t, info.thread_id) for info in awaited for t in info.awaited_by}
+    awaiting = {c.task_name for t, _ in tasks.values() for c in t.awaited_by}
+    lines = []
+    for leaf, tid in (v for k, v in tasks.items() if k not in awaiting):
+        parts, seen, task = [], set(), leaf
+        while task is not None and task.task_id not in seen:
+            seen.add(task.task_id)
+            for coro in task.coroutine_stack:
+                parts.extend(frame_text(f) for f in coro.call_stack)
+            ids = [c.task_name for c in task.awaited_by]
+            parts.append(task_mark(task, len(ids)))
+            task = tasks.get(min(ids), (None,))[0] if ids else None
+        lines.append("tid=%d %s\n" % (tid, ";".join(reversed(parts))))
+    return "".join(lines)
+
+
+def read_sample(unwinder, blocking, tasks=False):
     """One attempt: the protocol's stack lines, leaf-first frames reversed."""
+    read = unwinder.get_async_stack_trace if tasks else unwinder.get_stack_trace
     if blocking:
         unwinder.pause_threads()
         try:
-            interps = unwinder.get_stack_trace()
+            interps = read()
         finally:
             unwinder.resume_threads()
     else:
-        interps = unwinder.get_stack_trace()
+        interps = read()
+    if tasks:
+        return task_chains(interps)
     lines = []
     for interp in interps:
         for th in interp.threads:
@@ -82,6 +126,7 @@ def read_sample(unwinder, blocking):
 
 def main():
     blocking = "--blocking" in sys.argv[1:]
+    tasks = "--async" in sys.argv[1:]
     pid = int(os.environ["BPFPY_PID"])
     rate = float(os.environ.get("BPFPY_RATE_HZ", "1000"))
     duration = float(os.environ.get("BPFPY_DURATION", "3"))
@@ -123,7 +168,7 @@ def main():
             t0 = clock()
             if t0 >= deadline:
                 break
-            text = read_sample(unwinder, blocking)
+            text = read_sample(unwinder, blocking, tasks)
             write(text + ". %.2f\n" % ((clock() - t0) * 1e6))
         except Exception as e:  # a torn read is what we measure
             write("E %s: %s\n" % (type(e).__name__, str(e).replace("\n", " ")[:300]))

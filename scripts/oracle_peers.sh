@@ -1,7 +1,11 @@
 #!/bin/bash
 # The peer profilers `bpfpy oracle --peers` can run against one interpreter:
 #
-#   scripts/oracle_peers.sh VERSION LABEL ROOT PYTHON     (a line of targets.sh)
+#   scripts/oracle_peers.sh VERSION LABEL ROOT PYTHON [stacks|async]
+#
+# (a line of targets.sh, and what the run keys: thread stacks, the default,
+# or task chains, an async run: then only the async peers, cpython-async and
+# tachyon-async, are offered, and the others are skipped with that reason)
 #
 # prints one line per peer, for the oracle to add as a mode:
 #   NAME                a mode the oracle knows (cpython-live, cpython-blocking,
@@ -23,7 +27,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SID=${BPFPY_SID:-/var/cache/bpfpy/sid}
-ver=$1 label=$2 root=$3 py=$4
+ver=$1 label=$2 root=$3 py=$4 keys=${5:-stacks}
 [[ $ver =~ ^3\.([0-9]+) ]] || { echo "# skip all: version '$ver' is not 3.x"; exit 0; }
 minor=${BASH_REMATCH[1]}
 
@@ -36,6 +40,22 @@ if [[ $root == / ]]; then
 else
 	have=$(timeout 30 chroot "$root" "$py" -c "$probe" 2>/dev/null)
 	run="'$here/pyrun.sh' --proc '$label'"
+fi
+if [[ $keys == async ]]; then
+	# Task chains: 3.15's get_async_stack_trace and the CLI's --async-aware
+	# (3.14's module has no get_async_stack_trace)
+	if [[ " $have " == *" _remote_debugging "* && $minor -ge 15 ]]; then
+		echo cpython-async
+	else
+		echo "# skip cpython-async: needs 3.15's _remote_debugging (this is $ver)"
+	fi
+	if [[ " $have " == *" profiling.sampling "* ]]; then
+		printf 'tachyon-async\t%s\n' "$run '$here/oracle_tachyon.py' --async"
+	else
+		echo "# skip tachyon-async: $ver has no profiling.sampling (3.15+)"
+	fi
+	echo "# skip cpython-live, cpython-blocking, tachyon-live, tachyon-blocking, austin, austin-sid: thread stacks, not task chains (an async run)"
+	exit 0
 fi
 if [[ " $have " == *" _remote_debugging "* && $minor -ge 15 ]]; then
 	echo cpython-live

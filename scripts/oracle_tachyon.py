@@ -31,6 +31,13 @@ the oracle's external protocol (bpfpy oracle --help):
   class-call shim is "__init__:__init__:-1" here); a line the adapter
   cannot read is one failed attempt ("E tachyon adapter: ...").
 
+--async (mode tachyon-async): the CLI with --async-aware (its running
+mode: get_async_stack_trace) and without -a and --no-gc, which it refuses
+with it. Its
+task markers, frames "<task>:NAME:0" after which (leafward) the task's own
+frames follow, become the protocol's "[task NAME]" marks; a " (N parents)"
+suffix is dropped by the oracle, as record --async's " (N awaiters)".
+
 --tee FILE keeps what the CLI wrote and said; --replay FILE translates such
 a file instead of running the CLI (the tests feed it the CLI's real output).
 """
@@ -48,12 +55,18 @@ def esc(s):
 
 
 def frame(text):
+    # "<task>:NAME:0": --async-aware's task marker (NAME may hold ':')
+    if text.startswith("<task>:") and text.endswith(":0"):
+        return "[task %s]" % esc(text[7:-2])
     # "file:func:line"; a file may itself hold ':' (so split from the right)
     parts = text.rsplit(":", 2)
     if len(parts) != 3:
         return "%s:?" % text
     file, func, line = parts
-    return "%s:%s@%s" % (esc(func), line if line.isdigit() and line != "0" else "?", esc(file))
+    func = esc(func)
+    if func.startswith("["):  # never taken for a task mark (protocol: %5B)
+        func = "%5B" + func[1:]
+    return "%s:%s@%s" % (func, line if line.isdigit() and line != "0" else "?", esc(file))
 
 
 def translate(lines, said, w):
@@ -104,6 +117,11 @@ def main():
            "-d", duration, "-a", "--no-gc", "--collapsed", "-o", path, pid]
     if "--blocking" in sys.argv[1:]:
         cmd.insert(-1, "--blocking")
+    if "--async" in sys.argv[1:]:
+        # the CLI refuses -a and --no-gc with --async-aware
+        cmd.remove("-a")
+        cmd.remove("--no-gc")
+        cmd.insert(-1, "--async-aware")
     said = []
     try:
         # Unbuffered, read line by line: the summary's arrival time is when

@@ -55,6 +55,16 @@ static const char doc[] =
     "through scripts/oracle_cpython_unwinder.py, run by the target's interpreter; "
     "cpython-live-cache and cpython-blocking-cache: the same with cache_frames=True, as "
     "Tachyon's CLI always runs it).\n"
+    "ASYNC. bpf-async (the in-kernel sampler with record --async's task chains: the "
+    "running task read at the sample), ptrace-async (every thread stopped and the task "
+    "graph read in the same stop, chains composed as record --async composes them), "
+    "cpython-async (3.15's get_async_stack_trace, with the CLI's cache_frames=True) and, "
+    "with --peers, tachyon-async (the CLI's --async-aware) key task chains: frames, "
+    "'[task NAME]', the awaiter's frames, ... up to the root task, whose loop frames are "
+    "cut (a stack with no task is kept whole). A run with an async mode is an async run: "
+    "its auto reference is ptrace-async (ptrace-async-low above 1 kHz), --peers adds only "
+    "the async peers, and a thread-stack mode in it is refused (exit 2). Rules judge "
+    "chains with task:GLOB items (snippets/README.md).\n"
     "EXTERNAL PROTOCOL. CMD runs under /bin/sh with BPFPY_PID, BPFPY_RATE_HZ, "
     "BPFPY_DURATION, BPFPY_POISSON in its environment ({pid}, {rate_hz}, {duration}, "
     "{poisson} in CMD are replaced too). It samples the PID for that long and writes on "
@@ -100,7 +110,8 @@ static const char doc[] =
     "program that does not import _oracle, when it runs a frame of its own file outside "
     "an import (30 s deadline); without a counter slowdown% is '-'.\n"
     "CONSISTENCY. Modes that run one unwinder alike (cpython-blocking and "
-    "tachyon-blocking; cpython-live-cache and tachyon-live, the CLI caching frames) must "
+    "tachyon-blocking; cpython-live-cache and tachyon-live, the CLI caching frames; "
+    "cpython-async and tachyon-async) must "
     "agree: under each case, per pair present, the TVD between the two (runs summed) and "
     "its bound, 2 x the larger of the IID floor (pooled frequencies) and the first mode's "
     "empirical floor, + 0.05, and the share of stacks under keys only one shows (each key "
@@ -221,7 +232,8 @@ static const struct argp_option options[] = {
      0},
     {"peers", OPT_PEERS, NULL, 0,
      "Add every peer profiler available for the interpreter (scripts/oracle_peers.sh: "
-     "cpython-live/-blocking, tachyon-live/-blocking, austin, austin-sid); a missing or "
+     "cpython-live/-blocking, tachyon-live/-blocking, austin, austin-sid; in an async run "
+     "cpython-async, tachyon-async); a missing or "
      "unsupported one is skipped with a note",
      0},
     {"baseline", OPT_BASELINE, "BASE.json", 0,

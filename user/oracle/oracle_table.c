@@ -120,6 +120,9 @@ void oracle_compute(const struct oracle_plan *p, struct oracle_case_result *cr)
 static const char *const same_unwinder[][2] = {
     {"cpython-blocking", "tachyon-blocking"},
     {"cpython-live-cache", "tachyon-live"},
+    /* task chains: the CLI's --async-aware caches frames too, and
+     * cpython-async runs with its options */
+    {"cpython-async", "tachyon-async"},
 };
 
 static int mode_index(const struct oracle_plan *p, const char *name)
