@@ -58,6 +58,17 @@ void oracle_sched_set_rate(struct oracle_sched *s, double rate_hz)
 		s->rate_hz = rate_hz;
 }
 
+/* "Task-" and digits only: asyncio's name for a task given none. */
+static int unnamed_task(const char *name)
+{
+	if (strncmp(name, "Task-", 5) || !name[5])
+		return 0;
+	for (const char *c = name + 5; *c; c++)
+		if (*c < '0' || *c > '9')
+			return 0;
+	return 1;
+}
+
 int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t size)
 {
 	size_t o = 0;
@@ -73,7 +84,12 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
 
 		if (frames[i].task) {
 			/* "[task NAME]": a mark has no line; its name is escaped
-			 * like a function's. */
+			 * like a function's. asyncio's own name for an unnamed
+			 * task, Task-<counter>, is keyed "Task-N": the counter
+			 * differs between the fresh targets modes sample (the
+			 * rules still see the name as it was sent). */
+			if (unnamed_task(name))
+				name = "Task-N";
 			if (i && o + 1 < size)
 				buf[o++] = ';';
 			need = o + 6 < size

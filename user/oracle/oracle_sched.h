@@ -45,7 +45,8 @@ double oracle_sched_uniform(uint64_t *state);
  * A stack's key, as oracle-method.md defines it: the whole stack, leaf
  * first, each frame "qualname:lineno", joined by ';' -- no file, no thread.
  * A frame whose line is unknown (<= 0) is written "qualname:?", so that it
- * never poses as a line. A task mark (rule_frame.task) is "[task NAME]".
+ * never poses as a line. A task mark (rule_frame.task) is "[task NAME]",
+ * "[task Task-N]" for asyncio's numbered name of an unnamed task.
  * ';' inside a name (it cannot happen in CPython,
  * but an external sampler may send anything) becomes ','. Returns the
  * length, or -1 when buf is too small (the key is then cut, still
