@@ -87,7 +87,7 @@ _bpfpy() {
 		--max-errors) :; return ;;
 		--max-impossible) :; return ;;
 		--max-tvd-excess) :; return ;;
-		--mode) COMPREPLY=($(compgen -W 'ptrace live bpf bpf-native bpf-wall bpf-timer cpython-live cpython-blocking cpython-live-cache cpython-blocking-cache' -- "$cur")); return ;;
+		--mode) COMPREPLY=($(compgen -W 'ptrace live bpf bpf-native bpf-wall bpf-timer cpython-live cpython-blocking cpython-live-cache cpython-blocking-cache bpf-async ptrace-async cpython-async' -- "$cur")); return ;;
 		--power) :; return ;;
 		--python) COMPREPLY=($(compgen -W 'PATH VERSION LABEL' -- "$cur")); return ;;
 		--rate|--rate-khz) :; return ;;

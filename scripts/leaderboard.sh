@@ -20,8 +20,13 @@
 #   LEADERBOARD_CASES     cases, comma-separated (default: all, and every
 #                         program of snippets/realistic/, named realistic/NAME)
 #
-# One oracle run per interpreter and rate; each runs its windows one after
-# another (README "Leaderboard" has the time a full run takes). A run that
+# The async snippets (async_running_task, asyncio) also run as an async run
+# on 3.11+ (bpf-async and, with --peers, cpython-async and tachyon-async,
+# against the async reference ptrace-async: docs/oracle.md, "Async"), its
+# rows beside the thread-stack ones.
+#
+# One oracle run per interpreter and rate (two with the async one); each
+# runs its windows one after another (README "Leaderboard" has the time a full run takes). A run that
 # fails is kept in the JSON with its exit status and stderr, never dropped.
 set -uo pipefail
 
@@ -56,6 +61,10 @@ if [[ -z $cases ]]; then
 	for p in "$snippets"/realistic/*.py; do [[ -e $p ]] && snip+=(--snippet "$p"); done
 fi
 IFS=, read -ra cs <<<"$cases"
+async=()
+for c in async_running_task asyncio; do
+	[[ -z $cases || ,$cases, == *,$c,* ]] && async+=(--snippet "$c")
+done
 for c in "${cs[@]}"; do
 	if [[ $c == realistic/* ]]; then snip+=(--snippet "$snippets/$c.py"); else snip+=(--snippet "$c"); fi
 done
@@ -181,12 +190,20 @@ for py in "${pys[@]}"; do
 	IFS=$'\t' read -r pv pl pr pp < <("$here/targets.sh" --no-provision --only "$py" | head -n 1)
 	[[ -n ${pp:-} ]] && "$here/oracle_peers.sh" "$pv" "$pl" "$pr" "$pp" 2>/dev/null |
 		sed -n 's/^# skip //p' >"$work/$py.skips"
+	[[ -n ${pp:-} ]] && ((${#async[@]})) && "$here/oracle_peers.sh" "$pv" "$pl" "$pr" "$pp" async 2>/dev/null |
+		sed -n 's/^# skip \(cpython-async\|tachyon-async\)/\1/p' >"$work/$py-async.skips"
 	for rate in 1 10; do
 		base=$work/$py-$rate
 		echo "leaderboard: $py at $rate kHz ($(($(date +%s) - t0)) s so far)" >&2
 		"$bpfpy" oracle -q --python "$py" --rate "$rate" --duration "$dur" --warmup "$warm" "${modes[@]}" \
 			"${snip[@]}" --json "$base.json" >"$base.txt" 2>"$base.err"
 		echo $? >"$base.rc"
+		if ((${#async[@]})) && [[ $pv =~ ^3\.1[1-9]\. ]]; then
+			"$bpfpy" oracle -q --python "$py" --rate "$rate" --duration "$dur" --warmup "$warm" \
+				--mode bpf-async --peers "${async[@]}" --json "$base-async.json" \
+				>"$base-async.txt" 2>"$base-async.err"
+			echo $? >"$base-async.rc"
+		fi
 		report "$py at $rate kHz done, $(($(date +%s) - t0)) s so far" >/dev/null && sweep
 	done
 done

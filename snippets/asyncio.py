@@ -1,4 +1,4 @@
-"""asyncio: eight parent tasks, each awaiting its own child task. No rule.
+"""asyncio: eight parent tasks, each awaiting its own child task.
 
 Each parent repeatedly creates a child task and awaits it, then works a
 little itself; each child works and yields to the loop. Named like the

@@ -193,9 +193,8 @@ static const struct argp_option options[] = {
     {"snippet", OPT_SNIPPET, "NAME|PATH", 0, "A case (repeatable; default: all)", 0},
     {"mode", OPT_MODE, "MODE", 0,
      "ptrace, live, bpf, bpf-native, bpf-wall, bpf-timer, external:CMD, cpython-live, "
-     "cpython-blocking, cpython-live-cache, cpython-blocking-cache; task chains: bpf-async, "
-     "ptrace-async, cpython-async "
-     "(repeatable; "
+     "cpython-blocking, cpython-live-cache, cpython-blocking-cache, bpf-async, ptrace-async, "
+     "cpython-async (repeatable; the last three key task chains, see ASYNC; "
      "default ptrace, live, bpf)",
      0},
     {"reference-mode", OPT_REF, "MODE", 0,
