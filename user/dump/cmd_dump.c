@@ -539,7 +539,7 @@ static void print_text(const struct dump_ctx *c, const struct dump_opts *o)
 	const struct py_process *p = c->p;
 
 	/* Every string here comes from the target: escaped, so that a name
-	 * cannot drive the terminal or forge a line (README "Output"). */
+	 * cannot drive the terminal or forge a line (docs/formats.md). */
 	printf("Process %d (", p->pid);
 	text_put(stdout, p->comm);
 	printf("): CPython ");

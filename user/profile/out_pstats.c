@@ -7,7 +7,7 @@
  *   {(file, line, funcname): (cc, nc, tt, ct, {caller: (cc, nc, tt, ct)})}
  *
  * cProfile counts calls and times them; a sampler sees stacks. What each
- * number means here (README "Output"):
+ * number means here (docs/formats.md):
  *
  *   key  a function: (file, first line, qualname) of Python code; native
  *        and kernel frames ("~", 0, "<name (lib) [native]>"), as cProfile
