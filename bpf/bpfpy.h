@@ -97,7 +97,17 @@ struct py_offsets {
 	 * strings the kernel copies (code_names below). */
 	__u8 str_ascii_mask;
 	__u8 str_ascii_value;
-	__u8 pad0[3];
+	/* record --exception (issue 30). The thread's exception in flight is
+	 * the word at tstate_cur_exc: curexc_type, a type (cur_exc_is_type,
+	 * <= 3.11), or current_exception, an exception (3.12+). The one being
+	 * handled is the exc_value word at stackitem_exc_value of the
+	 * _PyErr_StackItem that tstate_exc_info points to (the innermost
+	 * generator's or the thread's own; the chain is not followed). */
+	__u8 cur_exc_is_type;
+	__u8 stackitem_exc_value;
+	__u8 pad0[1];
+	__u16 tstate_cur_exc;
+	__u16 tstate_exc_info;
 };
 
 #define PROC_NAMED_SLOTS  16 /* 8 sets of 2: code_named_set() takes a tag's top 3 bits */
@@ -112,6 +122,9 @@ struct py_offsets {
 /* record --async: after the frames, capture the thread's running asyncio
  * task (bpf/task_walker.h) into a struct task_rec. */
 #define PROC_ASYNC (1u << 1)
+/* record --exception: only threads with an exception in flight or being
+ * handled are sampled, and its type goes into the sample (walk_exc()). */
+#define PROC_EXCEPTION (1u << 2)
 
 /*
  * What the kernel needs to find a thread's running asyncio task
@@ -191,6 +204,10 @@ struct proc_config {
 	 * in a 65536-entry map is a cold one (docs/bench.md). */
 	__u64 tstates[PROC_TSTATE_SLOTS];
 	struct async_config async;
+	/* The main interpreter's gc.collecting (an int; _PyRuntime's in 3.8):
+	 * a sample of the GIL holder while it is set is marked GC_COLLECTING.
+	 * 0: not read (record --no-gc, or unknown). */
+	__u64 gc_collecting_addr;
 };
 
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
@@ -347,6 +364,12 @@ struct sample_hdr {
 
 #define TASK_REC_PRESENT (1u << 0)
 
+/* sample_hdr.gc_flags */
+#define GC_COLLECTING (1u << 0) /* the GIL holder, while the interpreter collects */
+/* sample_hdr.exc_flags; exc_type is then the exception's type object */
+#define EXC_IN_FLIGHT (1u << 0) /* raised, not caught yet */
+#define EXC_HANDLED   (1u << 1) /* being handled: an except or finally block */
+
 /* task_rec.flags */
 #define TASK_AT_FRAME  (1u << 0) /* frame_idx is the task coroutine's frame */
 #define TASK_NAME_READ (1u << 1) /* name_raw holds the name object's first bytes */
@@ -491,10 +514,11 @@ enum counter {
 	CNT_COST_NS,   /* total in-kernel ns spent on kept ticks */
 	CNT_NAMED,     /* code objects named into code_names */
 	/* record --async (bpf/task_walker.h), per sample with PROC_ASYNC: */
-	CNT_TASK_FOUND, /* a running task captured */
-	CNT_TASK_NONE,	/* no running task (the loop between tasks, no loop) */
-	CNT_TASK_CUT,	/* 3.11-3.13: current tasks past TASK_SCAN_MAX not looked at */
-	CNT_ERR_BASE,	/* + enum walk_error: failed walks by cause */
+	CNT_TASK_FOUND,	  /* a running task captured */
+	CNT_TASK_NONE,	  /* no running task (the loop between tasks, no loop) */
+	CNT_TASK_CUT,	  /* 3.11-3.13: current tasks past TASK_SCAN_MAX not looked at */
+	CNT_NO_EXCEPTION, /* record --exception: ticks of a thread with no exception, not sampled */
+	CNT_ERR_BASE,	  /* + enum walk_error: failed walks by cause */
 	/* + enum cost_phase: ns per step, only with record --phases */
 	CNT_PHASE_BASE = CNT_ERR_BASE + WALK_ERR__COUNT,
 	CNT__COUNT = CNT_PHASE_BASE + PHASE__COUNT,

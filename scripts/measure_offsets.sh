@@ -36,7 +36,7 @@ for dir in "$PYENV"/3.*; do
 	# One expanded dump per library: nested members then carry absolute
 	# offsets, so "ceval.gil.locked" is a lookup, not arithmetic.
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
-	for s in PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
+	for s in _err_stackitem PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
 		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject \
 		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject PyFloatObject PyCellObject; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
@@ -241,6 +241,24 @@ else:
 put("locals.type_name", off("_typeobject", "tp_name"))
 put("locals.float_value", off("PyFloatObject", "ob_fval"))
 put("locals.cell_ref", off("PyCellObject", "ob_ref"))
+# record --exception (struct py_offsets): the thread's exception in flight
+# (curexc_type, a type, up to 3.11; current_exception, an exception, from
+# 3.12), its exc_info pointer and exc_value's place in a _PyErr_StackItem.
+if ver <= (3, 11):
+    put("tstate_cur_exc", off(TS, "curexc_type"))
+    put("cur_exc_is_type", 1)
+else:
+    put("tstate_cur_exc", off(TS, "current_exception"))
+put("tstate_exc_info", off(TS, "exc_info"))
+if ver <= (3, 10):
+    put("stackitem_exc_value", off("_err_stackitem", "exc_value"))
+# [gc] frames (struct py_extra): gc.collecting, in _PyRuntime in 3.8, in
+# the interpreter from 3.9.
+if ver <= (3, 8):
+    put("gc_in_runtime", 1)
+    put("gc_collecting", off(RT, "gc.collecting"))
+else:
+    put("gc_collecting", off(IS, "gc.collecting"))
 # asyncio (struct py_async, "async." keys), 3.11-3.13: what py_offsets.c
 # tabulates, and the fixed offsets py_asyncio.c uses (TaskObj's first
 # callback, a bound method's self, a weakref's referent, lists and sets).
@@ -339,11 +357,67 @@ def closure():
     return (lambda: inner).__closure__[0]
 print(m, "locals.cell_ref", find_word(closure(), id(C), 8, 32))
 fv = 1234.0625
-print(m, "locals.float_value", [k for k in range(8, 32, 8) if mem(fv, 32)[k:k + 8] == struct.pack("<d", fv)][0])'
+print(m, "locals.float_value", [k for k in range(8, 32, 8) if mem(fv, 32)[k:k + 8] == struct.pack("<d", fv)][0])
+# record --exception: in an except block, exc_info is the word of the
+# thread state that points to a word (its own exc_state) holding id() of
+# the exception handled.
+def safe(addr, n=8):
+    try:
+        return word(addr, n)
+    except OSError:
+        return None
+ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p
+ts = ctypes.pythonapi.PyThreadState_Get()
+try:
+    raise KeyError("probe")
+except KeyError as e:
+    hits = [k for k in range(8, 2048, 8)
+            if (lambda p: p is not None and ts <= p < ts + 4096 and p != ts + k and safe(p) == id(e))(safe(ts + k))]
+assert len(hits) == 1, hits
+print(m, "tstate_exc_info", hits[0])
+# gc.collecting: the ints of the interpreter that are 1 inside a gc
+# callback and 0 outside (several are; the header probe below must name one).
+import gc
+ctypes.pythonapi.PyInterpreterState_Get.restype = ctypes.c_void_p
+interp = ctypes.pythonapi.PyInterpreterState_Get()
+ints = lambda: [safe(interp + k, 4) for k in range(0, 16384, 4)]
+seen = {}
+cb = lambda phase, info: seen.setdefault(phase, ints())
+gc.callbacks.append(cb)
+gc.collect()
+gc.callbacks.remove(cb)
+after = ints()
+print("gc_candidates", " ".join(str(4 * i) for i, (a, b) in enumerate(zip(seen["start"], after)) if a == 1 and b == 0))'
 for m in 3.14 3.15; do
 	if [ -x "$SID/usr/bin/python$m" ]; then
 		echo "# $m measured live on $SID/usr/bin/python$m ($(chroot "$SID" "python$m" -c 'import platform; print(platform.python_version())')) with ctypes" >>"$tmp/out"
-		chroot "$SID" "python$m" -c "$PROBE" >>"$tmp/out"
+		chroot "$SID" "python$m" -c "$PROBE" >"$tmp/live"
+		grep -v '^gc_candidates' "$tmp/live" >>"$tmp/out"
+		# What no live probe can catch (current_exception is NULL whenever
+		# Python code runs) and gc.collecting among its candidates: offsetof
+		# from the headers of the same release (libpython3.X-dev), built on
+		# the host against them.
+		mkdir -p "$tmp/inc/x86_64-linux-gnu"
+		ln -sfn "$SID/usr/include/x86_64-linux-gnu/python$m" "$tmp/inc/x86_64-linux-gnu/python$m"
+		cat >"$tmp/hdr.c" <<'EOF'
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "internal/pycore_interp.h"
+int main(void)
+{
+	printf("tstate_cur_exc %zu\ngc_collecting %zu\n", offsetof(PyThreadState, current_exception),
+	       offsetof(PyInterpreterState, gc) + offsetof(struct _gc_runtime_state, collecting));
+	return 0;
+}
+EOF
+		${CC:-cc} -w -I"$SID/usr/include/python$m" -I"$tmp/inc" "$tmp/hdr.c" -o "$tmp/hdr"
+		echo "# $m tstate_cur_exc and gc_collecting: offsetof from $SID/usr/include/python$m" >>"$tmp/out"
+		"$tmp/hdr" | sed "s/^/$m /" >>"$tmp/out"
+		gc_at=$(awk '$2 == "gc_collecting" { print $3 }' "$tmp/out" | tail -n 1)
+		grep '^gc_candidates' "$tmp/live" | tr ' ' '\n' | grep -qx "$gc_at" ||
+			{ echo "measure_offsets: $m: gc.collecting at $gc_at is not 1 in a gc callback" >&2; exit 1; }
 	else
 		echo "measure_offsets: $SID/usr/bin/python$m absent, $m skipped" >&2
 	fi

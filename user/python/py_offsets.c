@@ -159,6 +159,16 @@ struct vtable {
 		   .code_localspluskinds = 104,                                                    \
 		   LOCALS_VALUES}
 
+/* record --exception: tstate's curexc_type (<= 3.11, a type) or
+ * current_exception (3.12+), its exc_info, and exc_value's place in a
+ * _PyErr_StackItem (after exc_type up to 3.10). pahole on each library. */
+#define EXC(cur, is_type, info, item)                                                              \
+	.tstate_cur_exc = (cur), .cur_exc_is_type = (is_type), .tstate_exc_info = (info),          \
+	.stackitem_exc_value = (item)
+/* [gc] frames: gc.collecting, in _PyRuntime (3.8) or in the interpreter
+ * (3.9+). pahole on each library. */
+#define GC(in_runtime, collecting) .gc_in_runtime = (in_runtime), .gc_collecting = (collecting)
+
 static const struct vtable tables[] = {
     /* /root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0 */
     {8,
@@ -179,14 +189,16 @@ static const struct vtable tables[] = {
       .code_filename = 104,
       .code_name = 112,
       .code_linetable = 120, /* co_lnotab */
-      STR_BYTES_PRE312},
+      STR_BYTES_PRE312,
+      EXC(88, 1, 144, 8)},
      {.interp_id = 16,
       .gil_locked = 1168,
       .gil_holder = 1160,
       .frame_size = 368,
       .code_size = 176,
       OBJ_PRE311(56, 872),
-      LOCALS_PRE311(360)}},
+      LOCALS_PRE311(360),
+      GC(1, 544)}},
     /* /root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0 */
     {9,
      {.frame_model = FRAME_MODEL_OBJECT,
@@ -206,14 +218,16 @@ static const struct vtable tables[] = {
       .code_filename = 104,
       .code_name = 112,
       .code_linetable = 120, /* co_lnotab */
-      STR_BYTES_PRE312},
+      STR_BYTES_PRE312,
+      EXC(88, 1, 144, 8)},
      {.interp_id = 24,
       .gil_locked = 368,
       .gil_holder = 360,
       .frame_size = 368,
       .code_size = 176,
       OBJ_PRE311(856, 864),
-      LOCALS_PRE311(360)}},
+      LOCALS_PRE311(360),
+      GC(0, 816)}},
     /* /root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0. f_lasti now
      * counts code units; tstate->frame is still the frame object chain
      * (3.10's cframe only carries use_tracing). */
@@ -234,14 +248,16 @@ static const struct vtable tables[] = {
       .code_filename = 104,
       .code_name = 112,
       .code_linetable = 120, /* co_linetable, PEP 626 */
-      STR_BYTES_PRE312},
+      STR_BYTES_PRE312,
+      EXC(88, 1, 144, 8)},
      {.interp_id = 24,
       .gil_locked = 368,
       .gil_holder = 360,
       .frame_size = 360,
       .code_size = 176,
       OBJ_PRE311(856, 872),
-      LOCALS_PRE311(352)}},
+      LOCALS_PRE311(352),
+      GC(0, 816)}},
     /* /root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0. Debian
      * bookworm's stripped /usr/bin/python3.11 (3.11.2) has the same layout:
      * checked on a live process by following _PyRuntime -> interpreter ->
@@ -276,7 +292,8 @@ static const struct vtable tables[] = {
       .ascii_data_off = 48,
       .compact_data_off = 72,
       .bytes_size = 16,
-      .bytes_data = 32},
+      .bytes_data = 32,
+      EXC(96, 1, 120, 0)},
      {.interp_id = 48,
       .gil_locked = 376,
       .gil_holder = 368,
@@ -285,7 +302,8 @@ static const struct vtable tables[] = {
       /* 3.11 pre-header: values pointer, dict pointer, GC links. */
       .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 888, .attrs_model = PY_ATTRS_VALUES_PTR,
 	      .code_consts = 24, .managed_values = -32, .type_cached_keys = 872},
-      LOCALS_311}},
+      LOCALS_311,
+      GC(0, 848)}},
     /* /root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0. The GIL moved
      * into the interpreter (PEP 684): interp->ceval.gil points to it. */
     {12,
@@ -319,7 +337,8 @@ static const struct vtable tables[] = {
       .ascii_data_off = 40,
       .compact_data_off = 56,
       .bytes_size = 16,
-      .bytes_data = 32},
+      .bytes_data = 32,
+      EXC(96, 0, 104, 0)},
      {.interp_id = 8,
       .gil_per_interp = 1,
       .interp_ceval_gil = 384,
@@ -329,7 +348,8 @@ static const struct vtable tables[] = {
       .code_size = 200,
       .obj = {OBJ_COMMON, KEYS_LOG2, .interp_modules = 944, .attrs_model = PY_ATTRS_DORV,
 	      .code_consts = 24, .long_tagged = 1, .type_cached_keys = 880},
-      LOCALS_311}},
+      LOCALS_311,
+      GC(0, 312)}},
 };
 
 static int check_release(uint32_t hex, struct diag *d)
@@ -443,6 +463,15 @@ struct dlayout {
 	 * it): found in 3.13.0 and 3.14.10 as the pointer to the split keys of
 	 * a class's instances (3.13.0's DWARF says the same). */
 	uint16_t type_cached_keys;
+	/* thread_state.current_exception and exc_info where the table lacks
+	 * them (0: it has current_exception, and exc_info is the next word,
+	 * as in every PyThreadState since 3.12). pahole on 3.13.0; on 3.14.10
+	 * offsetof in its own headers (libpython3.14-dev), and exc_info found
+	 * live as the word that points to the thread's exc_state while an
+	 * except block runs (scripts/measure_offsets.sh; test_py_offsets
+	 * holds the numbers to it, and 3.15's to the same measurement). */
+	uint16_t tstate_cur_exc;
+	uint16_t tstate_exc_info;
 };
 
 static const struct dgroup g313[] = {
@@ -532,13 +561,14 @@ static const struct dgroup g315[] = {
 
 static const struct dlayout layouts[] = {
     /* 3.13: owner 3 is the C-stack shim, whose f_executable may be None. */
-    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0, 1u << OWNER_CSTACK_312, 880},
+    {13, g313, NG(g313), 48, 56, 1u << OWNER_CSTACK_312, 0, 0, 1u << OWNER_CSTACK_312, 880, 112,
+     120},
     /* 3.14: f_executable is a tagged _PyStackRef; owners 3 and 4 are
      * entry/C-stack frames without Python code of their own. */
     {14, g314, NG(g314), 48, 56, (1u << OWNER_INTERP_314) | (1u << OWNER_CSTACK_314), 1, 0,
-     1u << OWNER_INTERP_314, 880},
+     1u << OWNER_INTERP_314, 880, 112, 120},
     /* 3.15: the C-stack owner is gone; every chain ends at base_frame. */
-    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1, 0, 0},
+    {15, g315, NG(g315), 48, 0, 1u << OWNER_INTERP_314, 1, 1, 0, 0, 0, 0},
 };
 
 /* Slot (u64 index into the blob) of group.field; -1 if the layout lacks it.
@@ -845,6 +875,16 @@ static int interp_from_debug(const struct dparse *p0, struct py_offsets *o, stru
 	x->gil_per_interp = 1;
 	x->gil_locked = locked - gil;
 	x->gil_holder = holder - gil;
+	/* [gc] frames: the interpreter's struct _gc_runtime_state, and its
+	 * collecting flag inside it. */
+	{
+		uint32_t gc_at, coll;
+
+		F32("interpreter_state", "gc", 8, gc_at);
+		F32("gc", "collecting", 4, coll);
+		x->gc_in_runtime = 0;
+		x->gc_collecting = gc_at + coll;
+	}
 	return 0;
 }
 
@@ -863,6 +903,27 @@ static int frames_from_debug(const struct dparse *p0, struct py_offsets *o, stru
 	F16("thread_state", "native_thread_id", 8, o->tstate_native_thread_id);
 	if (o->has_base_frame)
 		F16("thread_state", "base_frame", 8, o->tstate_base_frame);
+	/* record --exception: exc_value is the first field of a
+	 * _PyErr_StackItem from 3.11 (err_stackitem.exc_value, 3.15, says so
+	 * too, checked). */
+	if (p.L->tstate_exc_info) {
+		o->tstate_cur_exc = p.L->tstate_cur_exc;
+		o->tstate_exc_info = p.L->tstate_exc_info;
+	} else {
+		int s = slot_of(p.L, "err_stackitem", "exc_value");
+
+		F16("thread_state", "current_exception", 8, o->tstate_cur_exc);
+		o->tstate_exc_info = (uint16_t)(o->tstate_cur_exc + 8);
+		if (s >= 0 && slot_val(&p, s) != 0)
+			return diag_set(
+			    p.d, EXIT_UNSUPPORTED,
+			    "_Py_DebugOffsets of Python %s: err_stackitem.exc_value is %llu, "
+			    "not the struct's first field",
+			    p.ver, (unsigned long long)slot_val(&p, s));
+	}
+	o->stackitem_exc_value = 0;
+	if ((uint64_t)o->tstate_exc_info + 8 > x->tstate_size)
+		o->tstate_cur_exc = o->tstate_exc_info = 0; /* not read: --exception refused */
 
 	if (group_size(&p, "interpreter_frame", &size))
 		return -1;

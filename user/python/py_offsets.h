@@ -365,6 +365,10 @@ struct py_extra {
 	uint32_t tstate_size;	      /* 3.13+: sizeof PyThreadState; 0 before */
 	uint32_t interp_threads_main; /* 3.14+: interp->threads.main; 0 before */
 	uint32_t debug_size;	      /* 3.13+: bytes of _Py_DebugOffsets; 0 before */
+	/* [gc] frames: gc.collecting (an int) at this offset from &_PyRuntime
+	 * (gc_in_runtime, 3.8) or from the main interpreter (3.9+); 0 unknown. */
+	uint32_t gc_collecting;
+	uint8_t gc_in_runtime;
 	/* Objects, for threading names (obj.keys_model 0 when unknown) and
 	 * code constants (obj.code_consts 0 when unknown). */
 	struct py_objlayout obj;

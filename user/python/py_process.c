@@ -48,6 +48,24 @@ static void find_gil(struct py_process *p)
 	p->cfg.gil_wait_hi = holder;
 }
 
+/* [gc] frames: the address of gc.collecting, in _PyRuntime (3.8) or in
+ * the interpreter at the head of the list (the main one unless
+ * subinterpreters were made after it: theirs are not followed). */
+static void find_gc(struct py_process *p)
+{
+	uint64_t base = p->bin.runtime_addr;
+
+	p->cfg.gc_collecting_addr = 0;
+	if (!p->extra.gc_collecting || !base)
+		return;
+	if (!p->extra.gc_in_runtime &&
+	    (mem_read(&p->mem, &base, sizeof(base),
+		      p->bin.runtime_addr + p->cfg.off.runtime_interpreters_head) ||
+	     !base))
+		return;
+	p->cfg.gc_collecting_addr = base + p->extra.gc_collecting;
+}
+
 int py_process_execd(const struct py_process *p, struct diag *d)
 {
 	unsigned long long dev, ino;
@@ -127,6 +145,7 @@ static int open_image(struct py_process *p, pid_t pid, unsigned max_depth, struc
 				pid);
 	}
 	find_gil(p);
+	find_gc(p);
 	return 0;
 }
 
