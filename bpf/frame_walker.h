@@ -646,6 +646,55 @@ WALK_INLINE __u8 walk_gil_flags(WALK_READER_T *r, const struct proc_config *cfg,
 	return SAMPLE_GIL_KNOWN | (locked && holder == tstate ? SAMPLE_GIL_HELD : 0);
 }
 
+/* GC_COLLECTING when the interpreter is collecting and this thread holds
+ * the GIL (gil_flags from walk_gil_flags): a collection runs in the thread
+ * that triggered it, with the GIL, and the flag is the interpreter's, so
+ * every other thread is left unmarked. Unknown GIL: not marked. tmp: 8
+ * bytes of scratch outside the stack (the tracer's has no room left). */
+WALK_INLINE __u8 walk_gc_flags(WALK_READER_T *r, const struct proc_config *cfg, __u8 gil_flags,
+			       __u64 *tmp)
+{
+	*tmp = 0;
+	if (!cfg->gc_collecting_addr || !(gil_flags & SAMPLE_GIL_HELD))
+		return 0;
+	if (WALK_READ(r, tmp, sizeof(__s32), cfg->gc_collecting_addr))
+		return 0;
+	return (__s32)*tmp ? GC_COLLECTING : 0;
+}
+
+/* The thread's exception: EXC_IN_FLIGHT or EXC_HANDLED with its type
+ * object in *type, or 0. None and NULL mean none; anything else is taken
+ * as an object whose ob_type user space names (and checks) later. type and
+ * tmp (2 words of scratch) are outside the stack, for the tracer's sake. */
+WALK_INLINE __u8 walk_exc(WALK_READER_T *r, const struct proc_config *cfg, __u64 tstate,
+			  __u64 *type, __u64 *tmp)
+{
+	const struct py_offsets *o = &cfg->off;
+
+	*type = 0;
+	tmp[0] = tmp[1] = 0;
+	if (!o->tstate_exc_info)
+		return 0;
+	if (!WALK_READ(r, &tmp[0], sizeof(__u64), tstate + o->tstate_cur_exc) && tmp[0] &&
+	    tmp[0] != cfg->none_addr) {
+		if (o->cur_exc_is_type)
+			*type = tmp[0];
+		else if (WALK_READ(r, type, sizeof(*type), tmp[0] + o->ob_type))
+			*type = 0;
+		if (*type)
+			return EXC_IN_FLIGHT;
+	}
+	tmp[0] = 0;
+	if (WALK_READ(r, &tmp[1], sizeof(__u64), tstate + o->tstate_exc_info) || !tmp[1] ||
+	    WALK_READ(r, &tmp[0], sizeof(__u64), tmp[1] + o->stackitem_exc_value) || !tmp[0] ||
+	    tmp[0] == cfg->none_addr || WALK_READ(r, type, sizeof(*type), tmp[0] + o->ob_type) ||
+	    !*type) {
+		*type = 0;
+		return 0;
+	}
+	return EXC_HANDLED;
+}
+
 /*
  * Iterate over every thread state of every interpreter, as one flat loop so
  * that BPF needs no nested bpf_loop. Call with it zeroed and step 0, then

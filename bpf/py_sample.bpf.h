@@ -37,6 +37,7 @@ struct sample_scratch {
 	/* The code object being named: .name is code_names' key, the
 	 * whole code_tables' (not on the stack: the tracer has little room). */
 	struct code_table_key name_key;
+	__u64 tmp[2]; /* walk_exc(), walk_gc_flags(): off the tracer's full stack */
 };
 
 struct {
@@ -353,10 +354,20 @@ static __always_inline int sample_thread(const struct sample_req *q)
 		count_add(CNT_NO_PYTHON, 1);
 		return -1;
 	}
+	h = &sc->buf.hdr;
+	h->exc_flags = 0;
+	h->exc_type = 0;
+	if (tstate && (q->cfg->flags & PROC_EXCEPTION)) {
+		/* Before the walk: a thread with no exception costs two reads. */
+		h->exc_flags = walk_exc(q->reader, q->cfg, tstate, &h->exc_type, sc->tmp);
+		if (!h->exc_flags) {
+			count_add(CNT_NO_EXCEPTION, 1);
+			return -1;
+		}
+	}
 	if (tstate)
 		err = walk_run(&w, q->cfg, q->reader, &sc->ws, sc->buf.frames, q->cfg->max_depth,
 			       tstate);
-	h = &sc->buf.hdr;
 	h->ts_ns = q->start_ns;
 	h->tstate = tstate;
 	h->pid = q->pid;
@@ -367,6 +378,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	h->args[1] = q->args[1];
 	h->err = (__u8)err;
 	h->flags = q->flags | (tstate ? walk_gil_flags(q->reader, q->cfg, tstate) : 0);
+	h->gc_flags = tstate ? walk_gc_flags(q->reader, q->cfg, h->flags, sc->tmp) : 0;
 	n = w.n;
 	if (n > BPFPY_MAX_DEPTH)
 		n = BPFPY_MAX_DEPTH;

@@ -1333,6 +1333,83 @@ static void test_coro_step(void **state)
 	assert_int_equal(coro_step(&r, &L, 8, 0x800000 + sizeof(g) - 64, buf, &type, &l), -1);
 }
 
+/*
+ * [gc] and --exception in the kernel's sample, on 3.10 (exc_info with a
+ * type triple), 3.11 (current exception still a type) and 3.12 (one value
+ * object): GC_COLLECTING only for the GIL holder; with PROC_EXCEPTION a
+ * thread with none is counted and not walked, a handled one carries its
+ * value's type, one in flight wins over one being handled, None is none.
+ */
+#define EXC_INFO  (STRS + 0xe000) /* the exc_info stack item */
+#define EXC_VALUE (STRS + 0xe100) /* an exception object */
+#define EXC_TYPE  (STRS + 0xe200) /* its type */
+#define EXC_NONE  (STRS + 0xe300)
+#define GC_FLAG	  (INTERP + 0x7f00)
+
+static void test_gc_and_exception(void **state)
+{
+	static const uint32_t versions[] = {V310, V311, V312};
+	static const int depth[] = {2, 1};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		const struct py_offsets *o;
+
+		build(&im, versions[i], 2, depth);
+		o = &im.cfg.off;
+		assert_true(o->tstate_exc_info != 0);
+		im.cfg.none_addr = EXC_NONE;
+		im.cfg.gc_collecting_addr = GC_FLAG;
+		put32(interp_b, GC_FLAG - INTERP, 1);
+		gil(1, TSTATE(0));
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->gc_flags, GC_COLLECTING);
+		assert_int_equal(h->exc_flags, 0);
+		h = tick(&im, 1, 1); /* collecting, but not this thread */
+		assert_non_null(h);
+		assert_int_equal(h->gc_flags, 0);
+		put32(interp_b, GC_FLAG - INTERP, 0);
+		assert_int_equal(tick(&im, 0, 1)->gc_flags, 0);
+		im.cfg.gc_collecting_addr = 0; /* --no-gc */
+		put32(interp_b, GC_FLAG - INTERP, 1);
+		assert_int_equal(tick(&im, 0, 1)->gc_flags, 0);
+
+		im.cfg.flags |= PROC_EXCEPTION;
+		assert_null(tick(&im, 0, 1));
+		assert_int_equal(counter_mem[CNT_NO_EXCEPTION], 1);
+		/* being handled: exc_info -> item -> value -> type */
+		put64(tstate_b[0], o->tstate_exc_info, EXC_INFO);
+		put64(strs_b, EXC_INFO - STRS + o->stackitem_exc_value, EXC_VALUE);
+		put64(strs_b, EXC_VALUE - STRS + o->ob_type, EXC_TYPE);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->exc_flags, EXC_HANDLED);
+		assert_int_equal(h->exc_type, EXC_TYPE);
+		assert_true(h->nframes >= 2);
+		/* handled None: none */
+		put64(strs_b, EXC_INFO - STRS + o->stackitem_exc_value, EXC_NONE);
+		assert_null(tick(&im, 0, 1));
+		/* in flight, as a type (<= 3.11) or as a value (3.12+) */
+		put64(tstate_b[0], o->tstate_cur_exc, o->cur_exc_is_type ? EXC_TYPE : EXC_VALUE);
+		h = tick(&im, 0, 1);
+		assert_non_null(h);
+		assert_int_equal(h->exc_flags, EXC_IN_FLIGHT);
+		assert_int_equal(h->exc_type, EXC_TYPE);
+		/* in flight wins over handled */
+		put64(strs_b, EXC_INFO - STRS + o->stackitem_exc_value, EXC_VALUE);
+		assert_int_equal(tick(&im, 0, 1)->exc_flags, EXC_IN_FLIGHT);
+		/* an unreadable exception is none, not a guess (a type word,
+		 * <= 3.11, is not read here: user space checks it is a type) */
+		put64(tstate_b[0], o->tstate_cur_exc, o->cur_exc_is_type ? 0 : 0xdead0000);
+		put64(tstate_b[0], o->tstate_exc_info, 0xdead0000);
+		assert_null(tick(&im, 0, 1));
+		assert_int_equal(counter_mem[CNT_NO_EXCEPTION], 3);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1354,6 +1431,7 @@ int main(void)
 	    cmocka_unit_test(test_async_running_task_dict),
 	    cmocka_unit_test(test_async_running_task_tstate),
 	    cmocka_unit_test(test_coro_step),
+	    cmocka_unit_test(test_gc_and_exception),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
