@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyobj.h"
 #include "pystr.h"
 #include "text_escape.h"
 
@@ -218,20 +219,7 @@ static void set_value(struct pylocal *e, int kind, const char *fmt, uint64_t add
  * keeps what was readable. */
 static void type_name(struct pylocals *c, uint64_t name_addr, struct pylocals_type *t)
 {
-	char raw[TYPE_NAME_READ + 1] = {0};
-	size_t first = 4096 - (name_addr & 4095);
-
-	if (first > TYPE_NAME_READ)
-		first = TYPE_NAME_READ;
-	if (!name_addr || mem_read(c->r, raw, first, name_addr)) {
-		snprintf(t->name, sizeof(t->name), "?");
-		return;
-	}
-	if (first < TYPE_NAME_READ && !memchr(raw, 0, first) &&
-	    mem_read(c->r, raw + first, TYPE_NAME_READ - first, name_addr + first))
-		raw[first] = '\0';
-	if (text_escape(t->name, sizeof(t->name), raw, 0) >= sizeof(t->name))
-		snprintf(t->name + sizeof(t->name) - 4, 4, "%s", PYSTR_ELLIPSIS);
+	pyobj_cstr(c->r, name_addr, TYPE_NAME_READ, t->name, sizeof(t->name));
 }
 
 /* What the object at addr is; NULL when its type cannot be read. */

@@ -5,7 +5,11 @@
  */
 #include "pyobj.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "pystr.h"
+#include "text_escape.h"
 
 static uint64_t get_u64(const uint8_t *p)
 {
@@ -536,4 +540,39 @@ uint64_t pyobj_main_modules(struct mem_reader *r, const struct py_offsets *o,
 	if (!interp || next || mem_read(r, &modules, sizeof(modules), interp + L->interp_modules))
 		return 0;
 	return modules;
+}
+
+void pyobj_cstr(struct mem_reader *r, uint64_t addr, size_t cap, char *out, size_t size)
+{
+	char raw[257] = {0};
+	size_t first;
+
+	if (cap > sizeof(raw) - 1)
+		cap = sizeof(raw) - 1;
+	first = 4096 - (addr & 4095);
+	if (first > cap)
+		first = cap;
+	if (!addr || mem_read(r, raw, first, addr)) {
+		snprintf(out, size, "?");
+		return;
+	}
+	if (first < cap && !memchr(raw, 0, first) &&
+	    mem_read(r, raw + first, cap - first, addr + first))
+		raw[first] = '\0';
+	if (text_escape(out, size, raw, 0) >= size && size > 4)
+		snprintf(out + size - 4, 4, "%s", PYSTR_ELLIPSIS);
+}
+
+int pyobj_exc_type_name(struct mem_reader *r, const struct py_objlayout *L, uint16_t type_name,
+			uint64_t type, char *out, size_t size)
+{
+	uint64_t flags = 0, name = 0;
+
+	if (!type || !type_name || !L->type_flags ||
+	    mem_read(r, &flags, sizeof(flags), type + L->type_flags) ||
+	    !(flags & PY_TPFLAGS_BASE_EXC_SUBCLASS) ||
+	    mem_read(r, &name, sizeof(name), type + type_name) || !name)
+		return -1;
+	pyobj_cstr(r, name, 96, out, size);
+	return 0;
 }

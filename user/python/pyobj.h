@@ -106,4 +106,20 @@ uint64_t pyobj_main_modules(struct mem_reader *r, const struct py_offsets *o,
 int pylong_read_u64(struct mem_reader *r, const struct py_objlayout *L, uint64_t addr,
 		    uint64_t *out);
 
+/* A C string of the target (a type's tp_name), at most cap bytes of it
+ * (cap <= 256), escaped (text_escape.h) into out, size bytes, and cut with
+ * an ellipsis when it does not fit; a string running into an unreadable
+ * page keeps what was readable; "?" when nothing is. */
+void pyobj_cstr(struct mem_reader *r, uint64_t addr, size_t cap, char *out, size_t size);
+
+/* Py_TPFLAGS_BASE_EXC_SUBCLASS: the type is BaseException or derives from it. */
+#define PY_TPFLAGS_BASE_EXC_SUBCLASS (1ul << 30)
+
+/* The tp_name of the exception type at type, escaped into out (as
+ * pyobj_cstr): 0, or -1 when type is not readable as a type whose tp_flags
+ * say it derives from BaseException. type_name is PyTypeObject.tp_name's
+ * offset (struct py_locals). */
+int pyobj_exc_type_name(struct mem_reader *r, const struct py_objlayout *L, uint16_t type_name,
+			uint64_t type, char *out, size_t size);
+
 #endif /* PYOBJ_H */
