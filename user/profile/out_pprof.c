@@ -68,6 +68,10 @@ struct build {
 	char **rooted;		       /* per function: source_root + file, or NULL */
 	PLabel *plabels;	       /* PROF_PROC_LABELS per thread: its process's */
 	PLabel glabels[PROF_LABELS];   /* the profile's own (host) */
+	/* record --exception: per function, exception=TYPE when it is an
+	 * "[exception TYPE]" mark (key 0 otherwise), and TYPE's copy. */
+	PLabel *elabels;
+	char **enames;
 };
 
 /* Labels of a thread: pid, tid, comm, thread, thread_name. A Sample's list:
@@ -75,7 +79,10 @@ struct build {
  * reason where set. */
 #define COMBOS	      4 /* bit 0: gil held, bit 1: idle */
 #define LABELS_THREAD 5
-#define LABELS_PER    (LABELS_THREAD + 2 + PROF_PROC_LABELS + PROF_LABELS)
+#define LABELS_PER    (LABELS_THREAD + 3 + PROF_PROC_LABELS + PROF_LABELS)
+/* A sample's marks sit at its leaf: an exception mark is looked for there. */
+#define MARKS_AT_LEAF 3
+#define EXC_MARK      "[exception "
 
 static void build_free(struct build *b)
 {
@@ -99,6 +106,10 @@ static void build_free(struct build *b)
 	for (uint32_t i = 0; b->rooted && b->rooted[i] != (char *)-1; i++)
 		free(b->rooted[i]);
 	free(b->rooted);
+	for (uint32_t i = 0; b->enames && b->enames[i] != (char *)-1; i++)
+		free(b->enames[i]);
+	free(b->enames);
+	free(b->elabels);
 	free(b->maps);
 	free(b->mapp);
 }
@@ -183,6 +194,7 @@ enum {
 	S_THREAD_NAME,
 	S_REASON,
 	S_KMAP,
+	S_EXCEPTION,
 	S_REASONS, /* OFFCPU__COUNT names from here */
 	S__N = S_REASONS + OFFCPU__COUNT,
 };
@@ -198,9 +210,11 @@ struct plan {
 	uint32_t nloc;
 	uint64_t nsamples; /* allocated, then used */
 	uint64_t nrooted;
+	uint64_t nexc;	      /* exception=TYPE strings, after the rooted names */
 	uint32_t lgil, lidle; /* the gil=held and idle=yes labels' indices */
 	/* Strings: the profile's, ours, then per thread its comm, its "NAME
-	 * (TID)" and its name, then the rooted file names. */
+	 * (TID)" and its name, then the rooted file names, then the exception
+	 * types of exception=TYPE labels. */
 	size_t tstr;
 	const char *root; /* --source-root, NULL for none or "/" */
 };
@@ -210,7 +224,7 @@ struct plan {
 static int build_alloc(struct build *b, struct plan *pl, struct diag *d)
 {
 	const struct profile *p = pl->p;
-	size_t nstr = pl->tstr + 3 * (size_t)p->nthreads + p->nfuncs;
+	size_t nstr = pl->tstr + 3 * (size_t)p->nthreads + 2 * (size_t)p->nfuncs;
 	uint64_t nlocids = 0;
 
 	/* A location id count that overflows size_t arithmetic is not a
@@ -238,11 +252,16 @@ static int build_alloc(struct build *b, struct plan *pl, struct diag *d)
 	b->rooted = calloc(p->nfuncs + 1, sizeof(*b->rooted));
 	if (b->rooted)
 		b->rooted[p->nfuncs] = (char *)-1;
+	b->enames = calloc(p->nfuncs + 1, sizeof(*b->enames));
+	if (b->enames)
+		b->enames[p->nfuncs] = (char *)-1;
+	b->elabels = calloc(p->nfuncs + 1, sizeof(*b->elabels));
 	b->maps = calloc(pl->nmaps, sizeof(*b->maps));
 	b->mapp = calloc(pl->nmaps, sizeof(*b->mapp));
 	if (!b->strtab || !b->funcs || !b->funcp || !b->locs || !b->locp || !b->lines ||
 	    !b->linep || !b->samples || !b->samplep || !b->locids || !b->values || !b->labels ||
-	    !b->labelp || !b->plabels || !b->tnames || !b->rooted || !b->maps || !b->mapp) {
+	    !b->labelp || !b->plabels || !b->tnames || !b->rooted || !b->enames || !b->elabels ||
+	    !b->maps || !b->mapp) {
 		diag_errno(d, ENOMEM, "pprof output");
 		return -1;
 	}
@@ -270,7 +289,8 @@ static void build_strings(struct build *b, const struct plan *pl)
 					"thread",
 					"thread_name",
 					"off_cpu_reason",
-					"[kernel.kallsyms]"};
+					"[kernel.kallsyms]",
+					"exception"};
 
 	/* The interned strings already start with "", as pprof requires. */
 	for (uint32_t i = 0; i < p->nstrs; i++)
@@ -344,7 +364,7 @@ static void build_locations(struct build *b, const struct plan *pl)
 /* The shared labels: gil=held, idle=yes, off_cpu_reason=NAME, LABELS_THREAD
  * per thread (shared by all its samples), each thread's process's, and the
  * profile's own. */
-static int build_labels(struct build *b, const struct plan *pl, struct diag *d)
+static int build_labels(struct build *b, struct plan *pl, struct diag *d)
 {
 	const struct profile *p = pl->p;
 	size_t tstr = pl->tstr;
@@ -387,6 +407,26 @@ static int build_labels(struct build *b, const struct plan *pl, struct diag *d)
 		l[4].str = (int64_t)(tstr + 2 * p->nthreads + t);
 		pprof_proc_labels(p, p->threads[t].pid, &b->plabels[PROF_PROC_LABELS * t]);
 	}
+	/* exception=TYPE, one per "[exception TYPE]" mark function; its
+	 * strings after the rooted file names. */
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		const char *name = profile_str(p, p->funcs[i].name);
+		size_t n = strlen(name), at;
+
+		perftools__profiles__label__init(&b->elabels[i]);
+		if (p->funcs[i].kind != FRAME_KIND_MARK ||
+		    strncmp(name, EXC_MARK, strlen(EXC_MARK)) || name[n - 1] != ']')
+			continue;
+		at = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted + pl->nexc++;
+		b->enames[i] = strndup(name + strlen(EXC_MARK), n - strlen(EXC_MARK) - 1);
+		if (!b->enames[i]) {
+			diag_errno(d, ENOMEM, "pprof output");
+			return -1;
+		}
+		b->strtab[at] = b->enames[i];
+		b->elabels[i].key = SID(S_EXCEPTION);
+		b->elabels[i].str = (int64_t)at;
+	}
 	for (uint32_t i = 0; i < PROF_LABELS; i++) {
 		perftools__profiles__label__init(&b->glabels[i]);
 		if (i < p->nlabels) {
@@ -418,6 +458,14 @@ static void sample_labels(struct build *b, const struct plan *pl, PSample *s,
 		s->label[s->n_label++] = &b->labels[pl->lidle];
 	if (whole && st->offcpu_reason < OFFCPU__COUNT)
 		s->label[s->n_label++] = &b->rlabels[st->offcpu_reason];
+	for (uint32_t j = 0; j < st->nframes && j < MARKS_AT_LEAF; j++) {
+		PLabel *el = &b->elabels[pl->p->frames[st->frames[j]].func];
+
+		if (el->key) {
+			s->label[s->n_label++] = el;
+			break;
+		}
+	}
 	for (int k = 0; k < PROF_PROC_LABELS; k++) {
 		PLabel *l = &b->plabels[PROF_PROC_LABELS * st->thread + k];
 
@@ -540,7 +588,7 @@ static void build_profile(struct build *b, const struct plan *pl)
 	b->prof.location = b->locp;
 	b->prof.n_function = p->nfuncs;
 	b->prof.function = b->funcp;
-	b->prof.n_string_table = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted;
+	b->prof.n_string_table = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted + pl->nexc;
 	b->prof.string_table = b->strtab;
 	if (p->window_end_ns > p->window_start_ns) { /* record --rotate: its window */
 		b->prof.time_nanos = (int64_t)p->window_start_ns + p->realtime_off;

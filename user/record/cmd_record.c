@@ -25,6 +25,8 @@
 /* Frames of a composed --async stack: what every writer takes (the root
  * end of a longer chain is cut, counted as cut). */
 #define ASYNC_FRAMES_CAP BPFPY_MAX_DEPTH
+/* Marks a sample can start with: an off-CPU reason, [gc], [exception T]. */
+#define LEAD_MARKS_MAX 3
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
@@ -73,6 +75,8 @@ struct record_opts {
 	int cost_floor;		 /* --cost-floor */
 	int async;		 /* --async */
 	int async_all;		 /* --async-mode all */
+	int exception;		 /* --exception */
+	int no_gc;		 /* --no-gc */
 	struct rotate_opts rot;	 /* --rotate, --keep, --keep-bytes (rotate.h) */
 };
 
@@ -136,7 +140,7 @@ static const char doc[] =
     "stderr: 'bpfpy record: wrote FILE (N samples, FORMAT)', N the samples it holds. An "
     "existing path (file, symlink, "
     "FIFO, device) "
-    "is refused without --force (exit 2); README \"Output files\" says what --force does "
+    "is refused without --force (exit 2); docs/formats.md \"Output files\" says what --force does "
     "with each.\n"
     "SUMMARY (stderr, at the end): samples per process (past 40 processes, the 40 with "
     "the most samples, then one line for the rest); ticks (clock ticks in a target "
@@ -173,14 +177,29 @@ static const char doc[] =
     "not attached, address in no known mapping, stack unreadable, bad frame, CFI rule not "
     "followed, no user registers; with "
     "--native/--kernel, native symbols (files named, of those through debug files, kernel "
-    "symbols) and the parts of samples not placed in the stack, by cause (README: "
-    "--native). "
+    "symbols) and the parts of samples not placed in the stack, by cause (docs/native-stacks.md). "
     "With --clock offcpu or wall two more lines: 'off-CPU: N context switches seen' (every "
     "switch of the host runs the program), 'N by targets' (their switch-outs), 'N stacks "
     "kept', 'N intervals emitted', 'N under --min-block-us dropped', 'N lost' (ring buffer "
     "full), 'N without storage' (no task storage could be made), 'in-kernel X us per target "
     "switch-out' (walk and store); and 'off-CPU time kept:' the seconds by reason. With "
-    "--gil: how many samples of threads not holding the GIL were dropped.\n"
+    "--gil: how many samples of threads not holding the GIL were dropped. When any sample "
+    "was collecting garbage: '[gc]: N samples of a thread collecting garbage'. With "
+    "--exception: '--exception: N samples with an exception in flight, N being handled; N "
+    "ticks of threads without one not sampled, N dropped (the type could not be named)'.\n"
+    "GC AND EXCEPTIONS. A sample of the thread that holds the GIL while the interpreter "
+    "collects garbage (gc.collecting of the newest interpreter: the main one in a program "
+    "without subinterpreters) gets a [gc] frame at its "
+    "leaf, over the Python frame that triggered the collection, in every clock (--no-gc: "
+    "none, and the flag is not read). --exception samples only threads with an exception "
+    "in flight (raised, not yet caught: the thread state's current exception) or being "
+    "handled (inside an except or finally block: the exc_info stack's top, the innermost "
+    "generator's or the thread's; the chain below it is not followed); the others are "
+    "skipped in the kernel before their stack is read. Each sample gets an "
+    "[exception TYPE] frame at its leaf (under [gc] and an off-CPU reason, if any) and, "
+    "in pprof, the label exception=TYPE; TYPE is the type's tp_name, read from the target "
+    "and escaped, for types whose flags say they derive from BaseException (others are "
+    "dropped and counted). Python 3.8-3.15. docs/record.md.\n"
     "AGENT. --rotate SECONDS -o DIR/ writes one pprof per window (and -f FORMAT's file, same "
     "stem), DIR/bpfpy-%Y%m%dT%H%M%SZ-HOST.pb.gz, named by the window's start (UTC), dated "
     "by it (time_nanos, duration_nanos); sampling goes on while a window is written. "
@@ -208,7 +227,8 @@ static const char doc[] =
     "  sudo bpfpy record -p 1234 --clock offcpu --min-block-us 100 -d 10 -o off.folded\n"
     "  sudo bpfpy record -p 1234 --clock wall --gil --threads -o wall.pb.gz\n"
     "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n"
-    "  sudo bpfpy record -p 1234 --async -d 10 -o tasks.svg\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy record -p 1234 --async -d 10 -o tasks.svg\n"
+    "  sudo bpfpy record -p 1234 --exception -d 10 -o errors.pb.gz\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_POISSON = 256,
@@ -229,6 +249,8 @@ enum {
 	OPT_COST_FLOOR,
 	OPT_ASYNC,
 	OPT_ASYNC_MODE,
+	OPT_EXCEPTION,
+	OPT_NO_GC,
 };
 
 static const struct argp_option options[] = {
@@ -277,6 +299,12 @@ static const struct argp_option options[] = {
      "running (default): the running task's chain; all: every waiting task too, at each "
      "snapshot tick (implies --async, needs --clock snapshot)",
      0},
+    {"exception", OPT_EXCEPTION, NULL, 0,
+     "Only threads with an exception in flight or being handled, each sample under an "
+     "[exception TYPE] frame (see below)",
+     0},
+    {"no-gc", OPT_NO_GC, NULL, 0,
+     "No [gc] frames (by default a sample of the thread collecting garbage gets one)", 0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},
@@ -323,6 +351,8 @@ static void check_combinations(struct record_opts *o, struct argp_state *state)
 	if (o->async && (o->native || o->kernel || o->cost_floor))
 		argp_error(state, "--async does not go with --native, --kernel or "
 				  "--cost-floor");
+	if (o->exception && o->cost_floor)
+		argp_error(state, "--exception takes stacks: not with --cost-floor");
 	if (o->cost_floor && (o->wall || o->offcpu || o->native || o->kernel || o->phases))
 		argp_error(state, "--cost-floor goes with --clock cpu alone (no --native, "
 				  "--kernel, --phases)");
@@ -411,6 +441,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_ASYNC:
 		o->async = 1;
 		break;
+	case OPT_EXCEPTION:
+		o->exception = 1;
+		break;
+	case OPT_NO_GC:
+		o->no_gc = 1;
+		break;
 	case OPT_ASYNC_MODE:
 		if (!strcmp(arg, "all"))
 			o->async_all = 1;
@@ -463,10 +499,14 @@ struct rec_ctx {
 	} pend[PEND_NAMES];
 	uint32_t npend;
 	uint64_t dropped_gil;		   /* --gil: samples of threads not holding it */
+	uint64_t gc_samples;		   /* samples under a [gc] frame */
+	uint64_t exc_samples[2];	   /* --exception: in flight, being handled */
+	uint64_t exc_unnamed;		   /* --exception: type not readable as one, dropped */
 	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
 	uint64_t err_by_cause[WALK_ERR__COUNT];
 	struct native_syms *ns; /* --native / --kernel */
 	struct splice_scratch *sc;
+	struct sym_frame *joined; /* marks + a spliced stack */
 	uint64_t splice_causes[SPLICE__COUNT];
 	struct async_stats async; /* --async */
 	struct rotator *rot;	  /* --rotate, or NULL */
@@ -541,6 +581,55 @@ static void name_new_threads(struct rec_ctx *c)
 	}
 }
 
+/* The "[exception NAME]" frame of the exception type at type, read from
+ * the target once per type (direct mapped); NULL when it is not readable
+ * as an exception type. */
+static const char *exc_frame(struct rec_target *t, uint64_t type)
+{
+	struct exc_name *e =
+	    &t->exc_names[(type >> 4) % (sizeof(t->exc_names) / sizeof(*t->exc_names))];
+	char name[96];
+
+	if (e->type == type && type)
+		return e->frame;
+	if (!t->proc ||
+	    pyobj_exc_type_name(&t->proc->mem, &t->proc->extra.obj, t->proc->extra.locals.type_name,
+				type, name, sizeof(name)))
+		return NULL;
+	e->type = type;
+	snprintf(e->frame, sizeof(e->frame), "[exception %s]", name);
+	return e->frame;
+}
+
+/* The marks a sample starts with, leaf first, into f: the off-CPU
+ * interval's reason, [gc] while its thread collects garbage, and under
+ * --exception the exception's type. Their count, or -1 to drop the sample
+ * (--exception, and its type cannot be named). */
+static int lead_marks(struct rec_ctx *c, struct rec_target *t, const struct sample_hdr *h,
+		      struct sym_frame *f)
+{
+	int n = 0;
+
+	if (h->offcpu_reason)
+		f[n++] =
+		    (struct sym_frame){.name = offcpu_reason_frame(h->offcpu_reason), .file = ""};
+	if (h->gc_flags & GC_COLLECTING) {
+		f[n++] = (struct sym_frame){.name = "[gc]", .file = "", .kind = FRAME_KIND_MARK};
+		c->gc_samples++;
+	}
+	if (c->o->exception) {
+		const char *name = h->exc_flags ? exc_frame(t, h->exc_type) : NULL;
+
+		if (!name) {
+			c->exc_unnamed++;
+			return -1;
+		}
+		f[n++] = (struct sym_frame){.name = name, .file = "", .kind = FRAME_KIND_MARK};
+		c->exc_samples[h->exc_flags & EXC_IN_FLIGHT ? 0 : 1]++;
+	}
+	return n;
+}
+
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct rec_ctx *c = arg;
@@ -553,8 +642,9 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
-	/* An off-CPU interval's reason is its leaf frame, ahead of the stack. */
-	uint32_t leaf = h->offcpu_reason ? 1 : 0;
+	/* Marks (an off-CPU interval's reason, [gc], [exception TYPE]) are
+	 * leaf frames ahead of the stack: lead_marks(). */
+	uint32_t leaf = 0;
 	int native = c->ns && (h->nnative || h->nkernel);
 	const struct task_rec *tr = c->o->async ? async_task_rec(h, frames) : NULL;
 	uint32_t nasync = 0;
@@ -562,14 +652,18 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 
 	if (dropped(c, t, h))
 		return 0;
+	{
+		int m = lead_marks(c, t, h, c->frames);
+
+		if (m < 0)
+			return 0;
+		leaf = (uint32_t)m;
+	}
 	if (tr && (!t->async || !t->proc)) /* sampled without, or gone */
 		tr = NULL;
 	if (tr) {
-		/* --async: the task chain, named frame by frame; the reason of
-		 * an off-CPU interval stays its leaf. */
-		if (leaf)
-			c->frames[0] = (struct sym_frame){
-			    .name = offcpu_reason_frame(h->offcpu_reason), .file = ""};
+		/* --async: the task chain, named frame by frame; the marks
+		 * stay its leaf. */
 		nasync = async_compose(t, h, frames, tr, c->frames + leaf, ASYNC_FRAMES_CAP - leaf,
 				       &c->async, &unnamed);
 		if (unnamed)
@@ -578,9 +672,6 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		/* Off-CPU intervals (one per context switch at most; the reason
 		 * is a leaf frame ahead of the stack) and native stacks (spliced
 		 * by their symbols) take the plain path: every frame named. */
-		if (leaf)
-			c->frames[0] = (struct sym_frame){
-			    .name = offcpu_reason_frame(h->offcpu_reason), .file = ""};
 		for (uint32_t i = 0; i < h->nframes && i < BPFPY_MAX_DEPTH; i++)
 			if (code_cache_symbolize(t->cache, &frames[i], &c->frames[leaf + i]) !=
 			    CODE_OK)
@@ -605,10 +696,17 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	s.nframes = h->nframes + (h->nframes ? leaf : 0);
 	if (tr)
 		s.nframes = nasync + (nasync ? leaf : 0);
-	if (native)
-		splice_record(c->ns, c->sc, h, frames, c->frames,
+	if (native) {
+		splice_record(c->ns, c->sc, h, frames, c->frames + leaf,
 			      t->proc ? t->proc->bin.version_hex : 0, &s.frames, &s.nframes,
 			      c->splice_causes);
+		if (leaf && s.nframes && s.nframes <= SPLICE_MAX_OUT) {
+			memcpy(c->joined, c->frames, leaf * sizeof(*c->joined));
+			memcpy(c->joined + leaf, s.frames, s.nframes * sizeof(*c->joined));
+			s.frames = c->joined;
+			s.nframes += leaf;
+		}
+	}
 	t->samples++;
 	c->samples++;
 	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
@@ -834,6 +932,17 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 	if (o->wall && c->dropped_idle)
 		fprintf(stderr, "  idle samples dropped: %llu (keep them with --idle)\n",
 			(unsigned long long)c->dropped_idle);
+	if (c->gc_samples)
+		fprintf(stderr, "  [gc]: %llu samples of a thread collecting garbage\n",
+			(unsigned long long)c->gc_samples);
+	if (o->exception)
+		fprintf(
+		    stderr,
+		    "  --exception: %llu samples with an exception in flight, %llu being "
+		    "handled; %llu ticks of threads without one not sampled, %llu dropped "
+		    "(the type could not be named)\n",
+		    (unsigned long long)c->exc_samples[0], (unsigned long long)c->exc_samples[1],
+		    (unsigned long long)cnt[CNT_NO_EXCEPTION], (unsigned long long)c->exc_unnamed);
 	if (bpf_sampler_native(s))
 		native_tables_summary(stderr, bpf_sampler_native(s));
 	if (c->ns)
@@ -1075,7 +1184,10 @@ static int record_prepare(struct rec_ctx *c, const struct profile_format **forma
 	const struct record_opts *o = c->o;
 	int ordered = 0;
 
-	c->frames = calloc(BPFPY_MAX_DEPTH + 1, sizeof(*c->frames)); /* + an off-CPU reason */
+	/* The stack after its marks; with --native, the marks ahead of the
+	 * spliced stack. */
+	c->frames = calloc(BPFPY_MAX_DEPTH + LEAD_MARKS_MAX, sizeof(*c->frames));
+	c->joined = calloc(SPLICE_MAX_OUT + LEAD_MARKS_MAX, sizeof(*c->joined));
 	c->prof = profile_new((uint64_t)(1e9 / o->rate_hz), o->offcpu == 1	   ? "offcpu"
 							    : o->wall || o->offcpu ? "wall"
 										   : "cpu");
@@ -1083,7 +1195,8 @@ static int record_prepare(struct rec_ctx *c, const struct profile_format **forma
 		c->ns = native_syms_new();
 		c->sc = splice_scratch_new();
 	}
-	if (!c->frames || !c->prof || ((o->native || o->kernel) && (!c->ns || !c->sc)))
+	if (!c->frames || !c->joined || !c->prof ||
+	    ((o->native || o->kernel) && (!c->ns || !c->sc)))
 		return diag_errno(d, ENOMEM, "record");
 	/* Only speedscope writes the profile's samples in time order (raw is
 	 * streamed, not kept). For the others the order is memory spent for
@@ -1252,6 +1365,8 @@ int cmd_record(int argc, char **argv)
 	ts.children = o.sel.children;
 	ts.verbose = o.verbose;
 	ts.async = o.async;
+	ts.exception = o.exception;
+	ts.no_gc = o.no_gc;
 	if (record_prepare(&c, formats, &d) || record_open_sampler(&s, &o, &d)) {
 		ret = diag_report(&d);
 		goto out;
@@ -1304,6 +1419,7 @@ out:
 	profile_free(c.prof);
 	raw_stream_free(&c.raw);
 	free(c.frames);
+	free(c.joined);
 	native_syms_free(c.ns);
 	splice_scratch_free(c.sc);
 	return ret;

@@ -102,6 +102,19 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		diag_errno(d, ENOMEM, "pid %d: code cache", pid);
 		goto fail;
 	}
+	if (ts->no_gc)
+		t->proc->cfg.gc_collecting_addr = 0;
+	if (ts->exception) {
+		if (!t->proc->cfg.off.tstate_exc_info) {
+			diag_set(d, EXIT_UNSUPPORTED,
+				 "pid %d: Python %s: the thread state's exception fields are not "
+				 "known: no --exception",
+				 pid, t->version);
+			code_cache_free(t->cache);
+			goto fail;
+		}
+		t->proc->cfg.flags |= PROC_EXCEPTION;
+	}
 	if (ts->async && async_target_open(t, !ts->all, d)) {
 		code_cache_free(t->cache);
 		goto fail;

@@ -53,6 +53,12 @@ struct rec_target {
 	/* record --async (user/record/async_stack.c): the layout and the
 	 * task graph last read, while it lives; NULL without --async. */
 	struct async_target *async;
+	/* --exception: the names of the exception types last met, direct
+	 * mapped by type address: "[exception NAME]" frames. */
+	struct exc_name {
+		uint64_t type;
+		char frame[112];
+	} exc_names[16];
 };
 
 struct target_set {
@@ -66,7 +72,9 @@ struct target_set {
 	 * even while it is not (yet, or ever) a CPython process itself. */
 	pid_t launched;
 	int verbose;
-	int async; /* record --async: targets get PROC_ASYNC and an async_target */
+	int async;     /* record --async: targets get PROC_ASYNC and an async_target */
+	int exception; /* record --exception: targets get PROC_EXCEPTION */
+	int no_gc;     /* record --no-gc: targets' gc_collecting_addr is 0 */
 	/* PIDs looked at and found not to be Python, so a scan skips them. */
 	struct seen_pid {
 		pid_t pid;
