@@ -51,6 +51,8 @@ FRAME = re.compile(r"^(.*) \((.*):(-?\d+)\)$")
 def frames(parts):
     out = []
     for p in parts:
+        if p == "[gc]" or p.startswith("[gc] ("):  # record's default mark: collecting garbage
+            continue
         m = FRAME.match(p)
         if not m:
             return None
