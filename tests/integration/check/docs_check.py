@@ -4,8 +4,8 @@
 #       in its rendered man page (MANDIR/bpfpy-COMMAND.1, via man -l)
 #   docs_check.py links ROOT                 every relative link of README.md
 #       and docs/*.md names a file that exists
-#   docs_check.py quickstart README          the quick start's commands, one
-#       a line, as the README shows them
+#   docs_check.py quickstart README          the quick start's commands (its
+#       ```sh blocks), one a line, as the README shows them
 # Prints ok:/FAIL: lines (options) or the commands (quickstart); exit status
 # = failures.
 import os, re, subprocess, sys
@@ -50,14 +50,17 @@ def quickstart(readme):
     except ValueError:
         print("FAIL: no '## Quick start' section in %s" % readme)
         sys.exit(1)
-    in_code = False
+    # Commands are the lines of its ```sh blocks; a bare ``` block is
+    # output shown, not run.
+    in_code = in_sh = False
     for line in lines[start + 1:]:
         if line.startswith("## "):
             break
         if line.startswith("```"):
             in_code = not in_code
+            in_sh = in_code and line.strip() == "```sh"
             continue
-        if in_code and line.strip():
+        if in_sh and line.strip():
             print(line)
 
 

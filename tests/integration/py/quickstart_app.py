@@ -1,7 +1,8 @@
 # The "app.py" of the README's quick start (tests/integration/test_docs.sh):
 # an ordinary program that does a little of everything the quick start's
 # commands look at: CPU work in plain functions, asyncio tasks awaiting each
-# other, sleeps (off-CPU), file writes with fsync, and garbage collections.
+# other, sleeps (off-CPU), file writes with fsync, garbage collections, and
+# work inside an except block.
 # Runs APP_SECONDS seconds (default 3), printing "ready" once it runs, then
 # exits 0.
 import asyncio
@@ -23,8 +24,17 @@ def write_some(path):
         os.fsync(f.fileno())
 
 
+def cached(table, key):
+    try:
+        return table[key]
+    except KeyError:  # a miss, computed while it is handled (record --exception)
+        table[key] = fib(12)
+        return table[key]
+
+
 async def worker(k, path):
     fib(14 + k % 3)
+    cached({}, k)
     await asyncio.sleep(0.002)
     write_some(path)
 
