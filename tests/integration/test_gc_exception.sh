@@ -56,14 +56,14 @@ one() {
 run_target() {
 	local version=$1 label=$2 b=$TMP/$2 n
 	echo "== $label ($version)"
-	if one "$label" gc "$b.gc" 1.5; then
+	if one "$label" gc "$b.gc" 1.2; then
 		if n=$(grep '^  \[gc\]: [0-9]* samples of a thread collecting garbage$' "$b.gc.err"); then
 			ok "$label: summary: ${n#  }"
 		else
 			bad "$label: no [gc] line in the summary"
 		fi
 	fi
-	if one "$label" exception "$b.exc" 1.5 --exception; then
+	if one "$label" exception "$b.exc" 1.2 --exception; then
 		ok "$label: $(grep -- '--exception:' "$b.exc.err" | sed 's/^ *//')"
 		if go tool pprof -tags "$b.exc.pb.gz" 2>/dev/null | grep -A3 '^ exception:' | grep -q 'KeyError'; then
 			ok "$label: pprof label exception=KeyError (go tool pprof -tags)"
@@ -71,7 +71,7 @@ run_target() {
 			bad "$label: no exception=KeyError label in the pprof: $(go tool pprof -tags "$b.exc.pb.gz" 2>&1 | head -c 300)"
 		fi
 	fi
-	if one "$label" nogc "$b.nogc" 0.8 --no-gc; then
+	if one "$label" nogc "$b.nogc" 0.6 --no-gc; then
 		if "$CHECKPY" "$CHECK/gc_exc_check.py" label="$label" mode=gc folded="$b.nogc.folded" \
 			measured="$MEASURED" >"$b.teeth" 2>&1; then
 			bad "$label: the gc check passes a recording without [gc] frames: $(cat "$b.teeth")"

@@ -20,8 +20,8 @@ import sys
 from checklib import Report, kv
 
 # Tolerance of a share measured both ways, in points: the sampled share of
-# n samples has a binomial standard deviation sqrt(p(1-p)/n) (about 2.6
-# points at p = 0.3, n = 300, what a 2.5 s run gets on a busy machine);
+# n samples has a binomial standard deviation sqrt(p(1-p)/n) (about 1.3
+# points at p = 0.3, n = 1200, what the test's 1.2 s of CPU at 1 kHz get);
 # SIGMAS of it, plus SYSTEMATIC for what the program's clock cannot see:
 # the gc.callbacks run inside the collection (a [gc] sample, but partly
 # outside the measured time), the work around the measured blocks. Both
