@@ -444,6 +444,30 @@ static int wants_running(const struct oracle_window *w)
 	return 0;
 }
 
+/* run_walker's naming of the stacks read in one stop: symbols, or with
+ * ptrace-async each thread's task chain; 1 when a stack cannot be named. */
+static int walker_name(struct async_side *as, int async, struct code_cache *cache,
+		       struct scratch *s, int shown)
+{
+	for (int i = 0; i < shown; i++) {
+		char *arena = s->arena + (size_t)i * ORACLE_NAME_ARENA;
+
+		if (async) {
+			int unnamed = 0;
+			uint32_t n = async_compose_stopped(
+			    &as->t, &s->stacks[i], as->addrs + (size_t)i * BPFPY_MAX_DEPTH, as->sym,
+			    BPFPY_MAX_DEPTH, &as->st, &unnamed);
+
+			s->nframes[i] = async_side_name(as, n, unnamed, s->frames[i], arena);
+		} else {
+			s->nframes[i] = oracle_symbolize(cache, &s->stacks[i], s->frames[i], arena);
+		}
+		if (s->nframes[i] < 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* ptrace and live: the user-space walker on the schedule. */
 static int run_walker(struct oracle_window *w, struct oracle_result *r, struct py_process *p,
 		      struct code_cache *cache, struct diag *d)
@@ -536,23 +560,8 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		 * code object changed meanwhile. */
 		if (async && !rc && !bad)
 			py_asyncio_name(p, &as.t.async->a, &as.t.async->g);
-		for (int i = 0; !rc && !bad && i < shown; i++) {
-			char *arena = s.arena + (size_t)i * ORACLE_NAME_ARENA;
-
-			if (async) {
-				int unnamed = 0;
-				uint32_t n = async_compose_stopped(
-				    &as.t, &s.stacks[i], as.addrs + (size_t)i * BPFPY_MAX_DEPTH,
-				    as.sym, BPFPY_MAX_DEPTH, &as.st, &unnamed);
-
-				s.nframes[i] = async_side_name(&as, n, unnamed, s.frames[i], arena);
-			} else {
-				s.nframes[i] =
-				    oracle_symbolize(cache, &s.stacks[i], s.frames[i], arena);
-			}
-			if (s.nframes[i] < 0)
-				bad = 1;
-		}
+		if (!rc && !bad)
+			bad = walker_name(&as, async, cache, &s, shown);
 		t1 = mono_s();
 		oracle_result_us(r, (t1 - t0) * 1e6);
 		r->us_sampler_sum += (t1 - t0) * 1e6;

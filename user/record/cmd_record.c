@@ -860,32 +860,12 @@ static void print_target_rows(const struct target_set *ts)
 	free(sorted);
 }
 
-static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed, double cpu_s)
+/* The summary's lines of the options in force: --async, the errors by
+ * cause, the off-CPU clocks, --gil, idle, [gc] and --exception. */
+static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const uint64_t *cnt)
 {
-	uint64_t cnt[CNT__COUNT];
 	const struct record_opts *o = c->o;
-	size_t now, peak;
-	uint64_t lines_cut[2];
-	int live;
 
-	if (bpf_sampler_counters(s, cnt))
-		memset(cnt, 0, sizeof(cnt));
-	fprintf(stderr, "bpfpy record: %.2f s, clock %s, asked %.0f Hz%s\n", elapsed,
-		o->wall		 ? "snapshot"
-		: o->offcpu == 1 ? "offcpu"
-		: o->offcpu == 2 ? "wall (cpu + offcpu)"
-				 : "cpu",
-		o->rate_hz,
-		o->poisson ? (o->wall ? " (Poisson, exponential gaps)"
-				      : " (Poisson: geometric gaps on a faster clock)")
-			   : "");
-	print_target_rows(c->ts);
-	fprintf(stderr,
-		"  ticks %llu, kept %llu, emitted %llu, lost %llu, no thread state %llu, "
-		"truncated %llu\n",
-		(unsigned long long)cnt[CNT_TICKS], (unsigned long long)cnt[CNT_KEPT],
-		(unsigned long long)cnt[CNT_EMITTED], (unsigned long long)cnt[CNT_LOST],
-		(unsigned long long)cnt[CNT_NO_PYTHON], (unsigned long long)cnt[CNT_TRUNCATED]);
 	if (o->async)
 		fprintf(
 		    stderr,
@@ -943,24 +923,14 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		    "(the type could not be named)\n",
 		    (unsigned long long)c->exc_samples[0], (unsigned long long)c->exc_samples[1],
 		    (unsigned long long)cnt[CNT_NO_EXCEPTION], (unsigned long long)c->exc_unnamed);
-	if (bpf_sampler_native(s))
-		native_tables_summary(stderr, bpf_sampler_native(s));
-	if (c->ns)
-		splice_summary(stderr, c->ns, c->splice_causes);
-	now = targets_cache_usage(c->ts, &live, &peak, lines_cut);
-	fprintf(stderr,
-		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
-		"%llu named by the kernel, %llu when registered\n",
-		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED],
-		(unsigned long long)bpf_sampler_seeded_names(s));
-	if (lines_cut[0] || lines_cut[1])
-		fprintf(stderr,
-			"  lines unknown: %llu code locations named with line -1 (line table "
-			"longer than the part held: %llu past the %d bytes read from the object, "
-			"%llu past the %d the kernel copied of code freed before it was read)\n",
-			(unsigned long long)(lines_cut[0] + lines_cut[1]),
-			(unsigned long long)lines_cut[0], PYBYTES_DEFAULT_CAP,
-			(unsigned long long)lines_cut[1], CODE_TABLE_LIMIT);
+}
+
+/* The summary's cost lines: bpfpy's CPU, the rate, the in-kernel cost
+ * and, with --phases, its steps. */
+static void summary_cost(const struct rec_ctx *c, const uint64_t *cnt, double elapsed, double cpu_s)
+{
+	const struct record_opts *o = c->o;
+
 	fprintf(stderr, "  bpfpy CPU while sampling %.3f s (%.1f%% of a CPU)", cpu_s,
 		elapsed > 0 ? 100 * cpu_s / elapsed : 0);
 	if (c->samples)
@@ -989,6 +959,54 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 				cnt[CNT_PHASE_BASE + p] / 1e3 / cnt[CNT_KEPT]);
 		fprintf(stderr, "\n");
 	}
+}
+
+static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elapsed, double cpu_s)
+{
+	uint64_t cnt[CNT__COUNT];
+	const struct record_opts *o = c->o;
+	size_t now, peak;
+	uint64_t lines_cut[2];
+	int live;
+
+	if (bpf_sampler_counters(s, cnt))
+		memset(cnt, 0, sizeof(cnt));
+	fprintf(stderr, "bpfpy record: %.2f s, clock %s, asked %.0f Hz%s\n", elapsed,
+		o->wall		 ? "snapshot"
+		: o->offcpu == 1 ? "offcpu"
+		: o->offcpu == 2 ? "wall (cpu + offcpu)"
+				 : "cpu",
+		o->rate_hz,
+		o->poisson ? (o->wall ? " (Poisson, exponential gaps)"
+				      : " (Poisson: geometric gaps on a faster clock)")
+			   : "");
+	print_target_rows(c->ts);
+	fprintf(stderr,
+		"  ticks %llu, kept %llu, emitted %llu, lost %llu, no thread state %llu, "
+		"truncated %llu\n",
+		(unsigned long long)cnt[CNT_TICKS], (unsigned long long)cnt[CNT_KEPT],
+		(unsigned long long)cnt[CNT_EMITTED], (unsigned long long)cnt[CNT_LOST],
+		(unsigned long long)cnt[CNT_NO_PYTHON], (unsigned long long)cnt[CNT_TRUNCATED]);
+	summary_modes(c, s, cnt);
+	if (bpf_sampler_native(s))
+		native_tables_summary(stderr, bpf_sampler_native(s));
+	if (c->ns)
+		splice_summary(stderr, c->ns, c->splice_causes);
+	now = targets_cache_usage(c->ts, &live, &peak, lines_cut);
+	fprintf(stderr,
+		"  code cache: %zu objects in %d live processes; largest cache %zu (bound %d); "
+		"%llu named by the kernel, %llu when registered\n",
+		now, live, peak, CODE_CACHE_DEFAULT_CAP, (unsigned long long)cnt[CNT_NAMED],
+		(unsigned long long)bpf_sampler_seeded_names(s));
+	if (lines_cut[0] || lines_cut[1])
+		fprintf(stderr,
+			"  lines unknown: %llu code locations named with line -1 (line table "
+			"longer than the part held: %llu past the %d bytes read from the object, "
+			"%llu past the %d the kernel copied of code freed before it was read)\n",
+			(unsigned long long)(lines_cut[0] + lines_cut[1]),
+			(unsigned long long)lines_cut[0], PYBYTES_DEFAULT_CAP,
+			(unsigned long long)lines_cut[1], CODE_TABLE_LIMIT);
+	summary_cost(c, cnt, elapsed, cpu_s);
 }
 
 /* --async-mode all: a waiting task's sample (async_snapshot_all). */
