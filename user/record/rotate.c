@@ -148,19 +148,22 @@ static double self_cpu(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-/* VmRSS of /proc/self/status, kB; -1 if unreadable. */
-static long self_rss_kb(void)
+/* VmRSS and RssAnon of /proc/self/status, kB; -1 if unreadable. RSS
+ * includes the ring buffer's pages once the kernel has written them (a
+ * mapping of fixed size, resident as far as the busiest burst so far
+ * reached); RssAnon is what bpfpy itself allocated, the figure a recording
+ * of days must keep flat. */
+static void self_rss_kb(long *rss, long *anon)
 {
 	char line[256];
-	long kb = -1;
 	FILE *f = fopen("/proc/self/status", "re");
 
+	*rss = *anon = -1;
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
+		if (sscanf(line, "VmRSS: %ld", rss) != 1)
+			(void)sscanf(line, "RssAnon: %ld", anon);
 	if (f)
 		fclose(f);
-	return kb;
 }
 
 static int self_fds(void)
@@ -183,18 +186,21 @@ static void window_stats(struct rotator *r, const struct profile *p, struct targ
 	size_t peak, cached = targets_cache_usage(ts, &(int){0}, &peak, cut);
 	double cpu = self_cpu(), dur = (p->window_end_ns - p->window_start_ns) / 1e9;
 	int live = 0;
+	long rss, anon;
 
+	self_rss_kb(&rss, &anon);
 	for (int i = 0; i < ts->n; i++)
 		live += !ts->t[i]->exited;
 	/* The CPU since the last cut: the window's draining and naming, and
 	 * the writing of the window before it (the first one: the start). */
-	fprintf(stderr,
-		"bpfpy record: window %u %s: %llu samples, %u stacks; CPU %.3f s (%.3f%% of a "
-		"core); RSS %ld kB, %d fds; targets %d live, %d freed; code cache %zu objects "
-		"(largest %zu)\n",
-		++r->cuts, r->job.stamp, (unsigned long long)p->total, p->nstacks, cpu - r->cpu_s,
-		dur > 0 ? 100 * (cpu - r->cpu_s) / dur : 0.0, self_rss_kb(), self_fds(), live,
-		ts->gone, cached, peak);
+	fprintf(
+	    stderr,
+	    "bpfpy record: window %u %s: %llu samples, %u stacks; CPU %.3f s (%.3f%% of a "
+	    "core); RSS %ld kB (anon %ld kB), %d fds; targets %d live, %d freed; code cache %zu "
+	    "objects (largest %zu)\n",
+	    ++r->cuts, r->job.stamp, (unsigned long long)p->total, p->nstacks, cpu - r->cpu_s,
+	    dur > 0 ? 100 * (cpu - r->cpu_s) / dur : 0.0, rss, anon, self_fds(), live, ts->gone,
+	    cached, peak);
 	r->cpu_s = cpu;
 }
 
