@@ -616,6 +616,12 @@ static void test_task_items(void **state)
 		 1, PY312);
 	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 child child_work", 1, PY315,
 		   "child frames directly under a parent task's mark");
+	/* ... but the child coroutine's own making, in its parent, is not */
+	POSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent:35 child:27", 1, PY315);
+	POSSIBLE(r, NULL, "<module> run@runners.py Handle._run@events.py parent:35 child:27", 1,
+		 PY312);
+	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent:35 child:28", 1, PY315,
+		   "no allow rule");
 	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent task=Task-1234 parent_work", 1,
 		   PY315, "no allow rule");
 	IMPOSSIBLE(r, NULL, "task=Task-1 main task=Task-4 parent task=Task-12 child parent_work", 1,
