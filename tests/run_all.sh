@@ -21,11 +21,12 @@ failed=()
 # gets a bound (seconds) far above its usual time (the slowest, test_signals,
 # takes about 140 s on 2 CPUs), and the whole run one too (LIMIT_TOTAL, from
 # the first test on): a test gets at most what is left of it, and one that
-# would get less than a minute is failed as not run. The suite took 24 of
-# its then 25 minutes with 64 of 72 results, alone on 2 CPUs (2026-12-04,
-# the tests of issues 25-30 added): the bound is 30 minutes until it is
-# brought back under 25 (README "Tests").
-LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-1800}
+# would get less than a minute is failed as not run. The bound is a hang
+# guard, not the suite's budget: CI gives a run 90 minutes, and a suite that
+# grows past its usual time (about 28 minutes alone on 2 CPUs, README "Two
+# commands") must fail by its tests, not by this bound (in CI, 1701 s of
+# 1800 left no room for the next two tests).
+LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-2700}
 run() { # name, limit, command...
 	local name=$1 limit=$2 rc start secs left sid live
 	shift 2
