@@ -118,16 +118,27 @@ static void put_awaiters(struct rec_target *t, const struct py_task *k, uint64_t
 	}
 }
 
+/* Whether the graph's entry k is the task the kernel saw: the same task
+ * and coroutine addresses, and, when the kernel copied the name (kname),
+ * the same name. Addresses alone are not enough: a short-lived task and
+ * its coroutine are freed and the next ones often get the same addresses
+ * (freelists), so an entry read earlier would hand the new task its
+ * predecessor's awaiter, with the awaiter's frames of another moment. */
+static int same_task(const struct py_task *k, const struct task_rec *tr, const char *kname)
+{
+	return k && k->coro == tr->coro && (!kname || !k->name[0] || !strcmp(kname, k->name));
+}
+
 /* The graph's entry for the kernel's task, if the graph holds that task
- * with the coroutine the kernel saw; read again (rarely) when it does not. */
+ * (same_task); read again (rarely) when it does not. */
 static const struct py_task *verified(struct rec_target *t, const struct task_rec *tr,
-				      struct async_stats *st)
+				      const char *kname, struct async_stats *st)
 {
 	struct async_target *at = t->async;
 	const struct py_task *k = py_task_find(&at->g, tr->task);
 	uint64_t now;
 
-	if (k && k->coro == tr->coro)
+	if (same_task(k, tr, kname))
 		return k;
 	if (at->frozen)
 		return NULL;
@@ -144,7 +155,7 @@ static const struct py_task *verified(struct rec_target *t, const struct task_re
 	}
 	st->graph_reads++;
 	k = py_task_find(&at->g, tr->task);
-	return k && k->coro == tr->coro ? k : NULL;
+	return same_task(k, tr, kname) ? k : NULL;
 }
 
 uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
@@ -169,12 +180,14 @@ uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 	}
 	for (uint32_t i = 0; i <= idx; i++)
 		put_frame(t, &frames[i], out, cap, &n, unnamed);
-	k = verified(t, tr, st);
 	/* The kernel's copy of the name, else the graph's (read with the task
 	 * and coroutine the kernel saw), else read now. */
+	if (tr->flags & TASK_NAME_READ)
+		py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
+	k = verified(t, tr, (tr->flags & TASK_NAME_READ) ? name : NULL, st);
 	if (!(tr->flags & TASK_NAME_READ) && k && k->name[0])
 		snprintf(name, sizeof(name), "%s", k->name);
-	else
+	else if (!(tr->flags & TASK_NAME_READ))
 		py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
 	put_mark(out, cap, &n, nmark++, name, k ? k->nawaiters : 0);
 	if (!k)
