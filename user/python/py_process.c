@@ -27,16 +27,14 @@ static int offsets_from_target(struct py_process *p, struct diag *d)
 	return 0;
 }
 
-static void find_gil(struct py_process *p)
+/* interp: the interpreter at the head of the list, as open_image read it. */
+static void find_gil(struct py_process *p, uint64_t interp)
 {
-	uint64_t interp = 0, gil_state = 0;
+	uint64_t gil_state = 0;
 	uint64_t locked = 0, holder = 0;
 
 	if (p->extra.gil_per_interp) {
-		if (mem_read(&p->mem, &interp, sizeof(interp),
-			     p->bin.runtime_addr + p->cfg.off.runtime_interpreters_head) ||
-		    !interp ||
-		    mem_read(&p->mem, &gil_state, sizeof(gil_state),
+		if (mem_read(&p->mem, &gil_state, sizeof(gil_state),
 			     interp + p->extra.interp_ceval_gil))
 			return;
 	}
@@ -51,19 +49,12 @@ static void find_gil(struct py_process *p)
 /* [gc] frames: the address of gc.collecting, in _PyRuntime (3.8) or in
  * the interpreter at the head of the list (the main one unless
  * subinterpreters were made after it: theirs are not followed). */
-static void find_gc(struct py_process *p)
+static void find_gc(struct py_process *p, uint64_t interp)
 {
-	uint64_t base = p->bin.runtime_addr;
+	uint64_t base = p->extra.gc_in_runtime ? p->bin.runtime_addr : interp;
 
-	p->cfg.gc_collecting_addr = 0;
-	if (!p->extra.gc_collecting || !base)
-		return;
-	if (!p->extra.gc_in_runtime &&
-	    (mem_read(&p->mem, &base, sizeof(base),
-		      p->bin.runtime_addr + p->cfg.off.runtime_interpreters_head) ||
-	     !base))
-		return;
-	p->cfg.gc_collecting_addr = base + p->extra.gc_collecting;
+	p->cfg.gc_collecting_addr =
+	    p->extra.gc_collecting && base ? base + p->extra.gc_collecting : 0;
 }
 
 int py_process_execd(const struct py_process *p, struct diag *d)
@@ -144,8 +135,8 @@ static int open_image(struct py_process *p, pid_t pid, unsigned max_depth, struc
 				"pid %d: the interpreter is not initialised (or already finalised)",
 				pid);
 	}
-	find_gil(p);
-	find_gc(p);
+	find_gil(p, interp);
+	find_gc(p, interp);
 	return 0;
 }
 
