@@ -12,6 +12,8 @@
 # File format, one code object per line, fields separated by one space:
 #   <qualname> <version_hex> <co_firstlineno> <table hex, "-" if empty>
 #   <instruction count> <comma-separated line per instruction, -1 = none>
+#   [3.11+: <comma-separated col:endcol per instruction, from co_positions;
+#    -1 = none, and endcol -1 where the span ends on another line>]
 # Lines starting with '#' are comments.
 set -eu
 
@@ -119,6 +121,19 @@ def expected_lines(co):
                 lines[b // 2] = line
     return lines
 
+def expected_cols(co):
+    """col:endcol per code unit (3.11+), as bpfpy keeps them: 0-based,
+    -1 where CPython has none, endcol -1 where the span ends on a later
+    line than it starts."""
+    out = []
+    for line, endline, col, endcol in co.co_positions():
+        if col is None:
+            col = -1
+        if endcol is None or endline != line:
+            endcol = -1
+        out.append("%d:%d" % (col, endcol))
+    return out
+
 def walk(co):
     yield co
     for c in co.co_consts:
@@ -134,9 +149,12 @@ def main():
         tab = co.co_linetable if sys.version_info >= (3, 10) else co.co_lnotab
         name = getattr(co, "co_qualname", co.co_name).replace(" ", "_")
         lines = expected_lines(co)
-        w("%s 0x%08x %d %s %d %s\n" % (name, sys.hexversion, co.co_firstlineno,
-                                       tab.hex() or "-", len(lines),
-                                       ",".join(str(x) for x in lines)))
+        cols = ""
+        if hasattr(co, "co_positions"):
+            cols = " " + ",".join(expected_cols(co))
+        w("%s 0x%08x %d %s %d %s%s\n" % (name, sys.hexversion, co.co_firstlineno,
+                                         tab.hex() or "-", len(lines),
+                                         ",".join(str(x) for x in lines), cols))
 
 main()
 EOF

@@ -227,15 +227,19 @@ static int hexval(int c)
 	return -1;
 }
 
+/* Instructions whose columns were checked against CPython's (3.11+). */
+static long cols_checked;
+
 /* Check one record; returns the number of instructions checked. */
 static long check_record(const char *file, char *rec)
 {
-	char *save = NULL, *name, *ver, *first, *hex, *count, *lines;
+	char *save = NULL, *name, *ver, *first, *hex, *count, *lines, *cols;
 	uint8_t *tab;
 	size_t hexlen, len;
 	uint32_t version;
 	int firstlineno, n, first_line = -1;
 	long checked = 0;
+	char *end_c;
 
 	name = strtok_r(rec, " ", &save);
 	ver = strtok_r(NULL, " ", &save);
@@ -243,6 +247,7 @@ static long check_record(const char *file, char *rec)
 	hex = strtok_r(NULL, " ", &save);
 	count = strtok_r(NULL, " ", &save);
 	lines = strtok_r(NULL, " \n", &save);
+	cols = strtok_r(NULL, " \n", &save); /* 3.11+: col:endcol per instruction */
 	if (!name || !ver || !first || !hex || !count) {
 		fail_msg("%s: malformed record", file);
 		return 0;
@@ -275,6 +280,23 @@ static long check_record(const char *file, char *rec)
 			fail_msg("%s: %s (0x%08x) instr %d: got line %d, CPython says %ld", file,
 				 name, version, i, got, want);
 		checked++;
+		if (cols) {
+			long wcol, wend;
+			int col, end;
+
+			wcol = strtol(cols, &end_c, 10);
+			assert_true(*end_c == ':');
+			wend = strtol(end_c + 1, &end_c, 10);
+			cols = *end_c == ',' ? end_c + 1 : end_c;
+			assert_int_equal(
+			    linetable_cols(version, tab, len, firstlineno, i, &col, &end), got);
+			if (col != wcol || end != wend)
+				fail_msg(
+				    "%s: %s (0x%08x) instr %d: got columns %d:%d, CPython says "
+				    "%ld:%ld",
+				    file, name, version, i, col, end, wcol, wend);
+			cols_checked++;
+		}
 	}
 	/* "Before the first instruction" is the first instruction's line. */
 	assert_int_equal(linetable_line(version, tab, len, firstlineno, -1), first_line);
@@ -321,8 +343,11 @@ static void test_real_tables(void **state)
 	 * the data went missing and this test would prove nothing. */
 	assert_true(files >= 6);
 	assert_true(objects >= 6 * 10);
-	print_message("checked %ld instructions of %ld code objects in %d versions\n", instrs,
-		      objects, files);
+	print_message("checked %ld instructions of %ld code objects in %d versions, the "
+		      "columns of %ld\n",
+		      instrs, objects, files, cols_checked);
+	/* 3.11-3.13 from pyenv are always here, with their columns. */
+	assert_true(cols_checked > 1000);
 }
 
 int main(void)

@@ -56,13 +56,42 @@ static int read_svarint(const uint8_t *tab, size_t len, size_t *i, int64_t *out)
 	return 0;
 }
 
-static int pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
+/* The columns of one PEP 657 entry, as CPython's line table holds them:
+ * 0-based, -1 for none, end -1 where the span ends on a later line. */
+struct cols {
+	int col, end;
+};
+
+static int col_ok(uint32_t v_plus_1)
+{
+	return v_plus_1 > 0 && v_plus_1 - 1 <= INT_MAX ? (int)(v_plus_1 - 1) : -1;
+}
+
+/* The long form's three varints after the line delta: end line delta,
+ * column + 1, end column + 1 (0: none). */
+static int pep657_long(const uint8_t *tab, size_t len, size_t *i, struct cols *c)
+{
+	uint32_t endline, col, end;
+
+	if (read_varint(tab, len, i, &endline) || read_varint(tab, len, i, &col) ||
+	    read_varint(tab, len, i, &end))
+		return -1;
+	c->col = col_ok(col);
+	c->end = endline ? -1 : col_ok(end);
+	return 0;
+}
+
+/* cols, when not NULL, gets the instruction's columns. */
+static int pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index,
+		  struct cols *cols)
 {
 	int64_t line = firstlineno, delta;
 	int64_t pos = 0; /* first code unit of the current entry */
 	size_t i = 0;
-	uint32_t skip;
+	struct cols c, none = {-1, -1};
 
+	if (cols)
+		*cols = none;
 	if ((!tab && len) || instr_index < -1)
 		return -1;
 	if (instr_index == -1)
@@ -76,14 +105,13 @@ static int pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_ind
 		 * be wrong. */
 		if (!(b & 0x80))
 			return -1;
+		c = none;
 		switch (code) {
 		case 15: /* no location */
 			has_line = 0;
 			break;
 		case 14: /* long form: line delta, end line, column, end column */
-			if (read_svarint(tab, len, &i, &delta) ||
-			    read_varint(tab, len, &i, &skip) || read_varint(tab, len, &i, &skip) ||
-			    read_varint(tab, len, &i, &skip))
+			if (read_svarint(tab, len, &i, &delta) || pep657_long(tab, len, &i, &c))
 				return i >= len ? RAN_OUT : -1;
 			line += delta;
 			break;
@@ -97,17 +125,28 @@ static int pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_ind
 		case 10: /* one-line form: delta in the code, two column bytes */
 			if (len - i < 2)
 				return RAN_OUT;
+			c.col = tab[i];
+			c.end = tab[i + 1];
 			i += 2;
 			line += code - 10;
 			break;
 		default: /* short form: same line, one column byte */
 			if (len - i < 1)
 				return RAN_OUT;
+			/* column = code * 8 + the byte's bits 4-6, end = column
+			 * + its low 4 bits (CPython's short form). */
+			c.col = code * 8 + ((tab[i] >> 4) & 7);
+			c.end = c.col + (tab[i] & 15);
 			i += 1;
 			break;
 		}
-		if (instr_index < pos + n)
-			return has_line && line_ok(line) ? (int)line : -1;
+		if (instr_index < pos + n) {
+			if (!has_line || !line_ok(line))
+				return -1;
+			if (cols)
+				*cols = c;
+			return (int)line;
+		}
 		pos += n;
 	}
 	return RAN_OUT;
@@ -176,7 +215,7 @@ static int unknown(int line)
 
 int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
 {
-	return unknown(pep657(tab, len, firstlineno, instr_index));
+	return unknown(pep657(tab, len, firstlineno, instr_index, NULL));
 }
 
 int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index)
@@ -196,7 +235,7 @@ int linetable_line_cut(uint32_t version_hex, const uint8_t *tab, size_t len, int
 
 	switch (py_linetable_format(version_hex)) {
 	case PY_LINETABLE_PEP657:
-		line = pep657(tab, len, firstlineno, instr_index);
+		line = pep657(tab, len, firstlineno, instr_index, NULL);
 		break;
 	case PY_LINETABLE_PEP626:
 		line = pep626(tab, len, firstlineno, instr_index);
@@ -214,4 +253,17 @@ int linetable_line(uint32_t version_hex, const uint8_t *tab, size_t len, int fir
 		   int instr_index)
 {
 	return linetable_line_cut(version_hex, tab, len, 0, firstlineno, instr_index);
+}
+
+int linetable_cols(uint32_t version_hex, const uint8_t *tab, size_t len, int firstlineno,
+		   int instr_index, int *col, int *endcol)
+{
+	struct cols c = {-1, -1};
+	int line = -1;
+
+	if (py_linetable_format(version_hex) == PY_LINETABLE_PEP657)
+		line = pep657(tab, len, firstlineno, instr_index, &c);
+	*col = c.col;
+	*endcol = c.end;
+	return line == RAN_OUT ? -1 : line;
 }

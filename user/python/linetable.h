@@ -41,6 +41,17 @@ int linetable_line(uint32_t version_hex, const uint8_t *tab, size_t len, int fir
 int linetable_line_cut(uint32_t version_hex, const uint8_t *tab, size_t len, int truncated,
 		       int firstlineno, int instr_index);
 
+/*
+ * The columns of instruction instr_index (3.11+, the PEP 657 table's
+ * positions): *col and *endcol 0-based, as CPython counts them (UTF-8
+ * bytes of the line), -1 when unknown: no columns in the entry, a version
+ * before 3.11, past the end, or a malformed or cut table; *endcol also -1
+ * where the instruction's span ends on a later line than it starts.
+ * Returns the instruction's line as linetable_line() does (-1 unknown).
+ */
+int linetable_cols(uint32_t version_hex, const uint8_t *tab, size_t len, int firstlineno,
+		   int instr_index, int *col, int *endcol);
+
 /* The decoders behind linetable_line, one per format. */
 int linetable_line_pep657(const uint8_t *tab, size_t len, int firstlineno, int instr_index);
 int linetable_line_pep626(const uint8_t *tab, size_t len, int firstlineno, int instr_index);
