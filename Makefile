@@ -39,7 +39,8 @@ endif
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.skel.h,$(BPF_SRCS))
-# user/profile/gen: generated code (protoc-c), committed.
+# user/profile/gen, user/python/gen: generated code (protoc-c; the opcode
+# tables, scripts/gen_opcode_data.sh), committed.
 USER_SRCS := $(wildcard user/*/*.c user/*/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -144,7 +145,7 @@ vmlinux:
 	scripts/gen_vmlinux.sh vmlinux/$(ARCH)/vmlinux.h
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/main.c $(filter-out user/profile/gen/%,$(USER_SRCS) $(USER_HDRS)) tests/unit/*.c tests/unit/*.h
+	clang-format -i bpf/*.h bpf/*.c user/main.c $(filter-out user/profile/gen/% user/python/gen/%,$(USER_SRCS) $(USER_HDRS)) tests/unit/*.c tests/unit/*.h
 
 clean:
 	rm -rf build build-san

@@ -105,9 +105,19 @@ struct py_offsets {
 	 * generator's or the thread's own; the chain is not followed). */
 	__u8 cur_exc_is_type;
 	__u8 stackitem_exc_value;
-	__u8 pad0[1];
+	/* record --opcodes (walk_leaf_op()): EXTENDED_ARG's opcode where the
+	 * frame's instruction index rests on that prefix while the
+	 * instruction it prefixes runs (<= 3.10, f_lasti), so that the walk
+	 * steps over it; 0 where it does not (3.11+). */
+	__u8 op_prefix;
 	__u16 tstate_cur_exc;
 	__u16 tstate_exc_info;
+	/* record --opcodes: where the bytecode is. <= 3.10: co_code, a bytes
+	 * object (bytes_size, bytes_data above); 3.11+: code_adaptive above,
+	 * and code_units, the code object's var-header ob_size, its length
+	 * in code units. 0: the version has no such field. */
+	__u16 code_code;
+	__u16 code_units;
 };
 
 #define PROC_NAMED_SLOTS  16 /* 8 sets of 2: code_named_set() takes a tag's top 3 bits */
@@ -125,6 +135,9 @@ struct py_offsets {
 /* record --exception: only threads with an exception in flight or being
  * handled are sampled, and its type goes into the sample (walk_exc()). */
 #define PROC_EXCEPTION (1u << 2)
+/* record --opcodes: the byte at the leaf frame's instruction goes into the
+ * sample (sample_hdr.leaf_op and op_flags, walk_leaf_op()). */
+#define PROC_OPCODES (1u << 3)
 
 /*
  * What the kernel needs to find a thread's running asyncio task
@@ -348,11 +361,14 @@ struct sample_hdr {
 	__u8 task_flags;
 	/* Reserved so that the open work on the sample does not collide: each
 	 * is 0 unless its feature was loaded. leaf_op/op_flags: record
-	 * --opcodes, the code unit at the leaf frame's instruction (issue 29).
-	 * gc_flags: the interpreter was collecting (issue 30). exc_flags and
-	 * exc_type: record --exception, the in-flight or handled exception's
-	 * type object (issue 30). thread_phase: a thread being born or torn
-	 * down (issue 28). */
+	 * --opcodes, the opcode byte of the code unit at the leaf frame's
+	 * instruction, as the interpreter holds it (quickened, specialized or
+	 * instrumented), and OP_* below; the instruction's place is the leaf
+	 * frame_rec's instr (plus the prefixes OP_PREFIXES says were stepped
+	 * over). gc_flags: the interpreter was collecting (issue 30).
+	 * exc_flags and exc_type: record --exception, the in-flight or handled
+	 * exception's type object (issue 30). thread_phase: a thread being
+	 * born or torn down (issue 28). */
 	__u8 leaf_op;
 	__u8 op_flags;
 	__u8 gc_flags;
@@ -363,6 +379,16 @@ struct sample_hdr {
 };
 
 #define TASK_REC_PRESENT (1u << 0)
+
+/* sample_hdr.op_flags (record --opcodes). None of the first three: the
+ * byte could not be read (the read faulted). */
+#define OP_READ	       (1u << 0) /* leaf_op is the instruction's opcode byte */
+#define OP_NOT_STARTED (1u << 1) /* the frame has started no instruction yet */
+#define OP_OUTSIDE     (1u << 2) /* the index lies past the bytecode's end: not read */
+/* Bits 3-4: EXTENDED_ARG prefixes stepped over (<= 3.10, op_prefix): the
+ * byte named is that many code units after the leaf frame's instruction. */
+#define OP_PREFIX_SHIFT 3
+#define OP_PREFIXES(f)	(((f) >> OP_PREFIX_SHIFT) & 3)
 
 /* sample_hdr.gc_flags */
 #define GC_COLLECTING (1u << 0) /* the GIL holder, while the interpreter collects */

@@ -696,6 +696,75 @@ WALK_INLINE __u8 walk_exc(WALK_READER_T *r, const struct proc_config *cfg, __u64
 }
 
 /*
+ * record --opcodes: the opcode byte of the code unit at the leaf frame's
+ * instruction into *op; returns its OP_* flags (bpfpy.h). leaf is the
+ * walk's first record, its instr as walk_step() wrote it. The byte is the
+ * one the interpreter holds now: 3.11+ reads co_code_adaptive, which
+ * quickening, specialization and (3.12+) sys.monitoring rewrite in place;
+ * <= 3.10 reads co_code, which nothing rewrites. What the instruction
+ * pointer means per version: docs/opcodes.md. The index is checked against
+ * the bytecode's length as the target states it (past it: OP_OUTSIDE, not
+ * read); where f_lasti rests on an EXTENDED_ARG prefix while the
+ * instruction it prefixes runs (op_prefix, <= 3.10), up to three prefixes
+ * are stepped over within the bytecode. tmp: 2 words of scratch outside
+ * the stack (the tracer's has no room).
+ */
+WALK_INLINE __u8 walk_leaf_op(WALK_READER_T *r, const struct proc_config *cfg,
+			      const struct frame_rec *leaf, __u8 *op, __u64 *tmp)
+{
+	const struct py_offsets *o = &cfg->off;
+	/* FRAME_INSTR_ENTRY dropped, sign kept: see walk_instr_index(). */
+	__s32 raw = (__s32)((__u32)leaf->instr << 1) >> 1;
+	__u64 base, units, idx, off;
+	__u32 k;
+
+	*op = 0;
+	tmp[0] = tmp[1] = 0;
+	if (o->frame_model == FRAME_MODEL_OBJECT) {
+		if (raw < 0) /* f_lasti -1 */
+			return OP_NOT_STARTED;
+		off = o->lasti_is_bytes ? (__u64)raw : (__u64)raw * 2;
+		if (WALK_READ(r, &tmp[0], sizeof(__u64), leaf->code + o->code_code) || !tmp[0] ||
+		    WALK_READ(r, &tmp[1], sizeof(__u64), tmp[0] + o->bytes_size))
+			return 0;
+		base = tmp[0] + o->bytes_data;
+		units = tmp[1] / 2;
+	} else {
+		/* 3.11/3.12: prev_instr one code unit before the first. */
+		if (raw == (__s32)o->code_adaptive - 2)
+			return OP_NOT_STARTED;
+		if (raw < (__s32)o->code_adaptive)
+			return OP_OUTSIDE;
+		off = (__u64)(raw - (__s32)o->code_adaptive);
+		if (WALK_READ(r, &tmp[1], sizeof(__u64), leaf->code + o->code_units))
+			return 0;
+		base = leaf->code + o->code_adaptive;
+		units = tmp[1];
+	}
+	idx = off / 2;
+	if ((off & 1) || idx >= units)
+		return OP_OUTSIDE;
+	/* The code units read: one, or where prefixes may be stepped over as
+	 * many of the next four as the bytecode holds (constant sizes, for
+	 * the verifier). */
+	units = o->op_prefix ? units - idx : 1;
+	tmp[0] = 0;
+	if (units >= 4) {
+		if (WALK_READ(r, &tmp[0], 8, base + off))
+			return 0;
+	} else if (units >= 2) {
+		if (WALK_READ(r, &tmp[0], 4, base + off))
+			return 0;
+	} else if (WALK_READ(r, &tmp[0], 2, base + off)) {
+		return 0;
+	}
+	*op = (__u8)tmp[0];
+	for (k = 0; k < 3 && k + 1 < units && *op == o->op_prefix; k++)
+		*op = (__u8)(tmp[0] >> (16 * (k + 1)));
+	return (__u8)(OP_READ | k << OP_PREFIX_SHIFT);
+}
+
+/*
  * Iterate over every thread state of every interpreter, as one flat loop so
  * that BPF needs no nested bpf_loop. Call with it zeroed and step 0, then
  * with step counting up by one per call; each call leaves the next thread

@@ -19,6 +19,8 @@
 #define SCRATCH_SLOT 0
 #endif
 
+/* BPFPY_NO_OPCODES (bpf/tracer.bpf.c): no record --opcodes byte, for the
+ * same reason of stack room; trace never asks for it. */
 /* BPFPY_NO_ASYNC (bpf/tracer.bpf.c): no task capture. The tracer's stack,
  * which holds its probe's context besides the sample's, has no room for
  * the call, and a trace event has no task chain to show. */
@@ -392,6 +394,13 @@ static __always_inline int sample_thread(const struct sample_req *q)
 		count_add(CNT_TRUNCATED, 1);
 	}
 	h->nframes = n;
+	h->leaf_op = 0;
+	h->op_flags = 0;
+#ifndef BPFPY_NO_OPCODES
+	if (n && (q->cfg->flags & PROC_OPCODES))
+		h->op_flags =
+		    walk_leaf_op(q->reader, q->cfg, &sc->buf.frames[0], &h->leaf_op, sc->tmp);
+#endif
 	count_add(CNT_FRAMES, w.visited);
 	t = phase_end(PHASE_WALK, t);
 	if (n) {

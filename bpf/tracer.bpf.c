@@ -35,6 +35,8 @@ struct bpf_reader {
 #define SCRATCH_SLOT 1
 /* No task capture here: see py_sample.bpf.h. */
 #define BPFPY_NO_ASYNC 1
+/* Nor the opcode byte of record --opcodes. */
+#define BPFPY_NO_OPCODES 1
 /* --native: the one unwinder, from the probe's registers (a hit is always
  * in user mode, so there is no kernel stack: want_kernel stays false). */
 #define BPFPY_NATIVE	    1

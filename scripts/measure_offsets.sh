@@ -176,6 +176,13 @@ if ver >= (3, 11):
     put("code_qualname", off(CO, "co_qualname"))
     put("code_adaptive", off(CO, "co_code_adaptive"))
 put("code_linetable", off(CO, "co_lnotab" if ver <= (3, 9) else "co_linetable"))
+# record --opcodes: where the bytecode is. <= 3.10 co_code, a bytes
+# object; 3.11+ the code units sit in the code object itself, as many as
+# its var header's ob_size says.
+if ver <= (3, 10):
+    put("code_code", off(CO, "co_code"))
+else:
+    put("code_units", off(CO, "ob_base.ob_size"))
 put("code_size", size(CO))
 
 put("ob_type", off("_object", "ob_type"))

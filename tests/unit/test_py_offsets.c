@@ -105,6 +105,8 @@ static const struct key keys[] = {
     KO(code_qualname),
     KO(code_linetable),
     KO(code_adaptive),
+    KO(code_code),
+    KO(code_units),
     KO(ob_type),
     KO(unicode_state),
     KO(unicode_length),

@@ -23,6 +23,7 @@
 #include "code_cache.h"
 #include "diag.h"
 #include "py_offsets.h"
+#include "py_opcodes.h"
 #include "pystr.h"
 #include "stack_reader.h"
 #include "walker_user.h"
@@ -1410,6 +1411,105 @@ static void test_gc_and_exception(void **state)
 	}
 }
 
+/*
+ * record --opcodes (walk_leaf_op): the byte at the leaf frame's instruction.
+ * 3.11+: in the code object, its length the var header's ob_size; 3.8-3.10:
+ * in co_code, a bytes object, with f_lasti in bytes (3.8, 3.9) or code
+ * units (3.10), stepping over EXTENDED_ARG prefixes. Not read: a frame
+ * that started nothing, an index past the end, a read that faults, a
+ * process without PROC_OPCODES.
+ */
+#define CO_CODE (STRS + 0xd000) /* <= 3.10: the co_code bytes object */
+#define V38	0x030812f0u
+
+static void set_instr(struct image *im, int32_t index)
+{
+	const struct py_offsets *o = &im->cfg.off;
+
+	if (o->frame_model == FRAME_MODEL_OBJECT)
+		put32(frame_b, o->frame_instr,
+		      (uint32_t)(o->lasti_is_bytes && index > 0 ? 2 * index : index));
+	else
+		put64(frame_b, o->frame_instr, CODE(0) + o->code_adaptive + 2 * (int64_t)index);
+}
+
+static void put_code(struct image *im, const uint8_t *units, uint32_t n)
+{
+	const struct py_offsets *o = &im->cfg.off;
+
+	if (o->frame_model == FRAME_MODEL_OBJECT) {
+		put64(code_b, o->code_code, CO_CODE);
+		put64(strs_b, CO_CODE - STRS + o->bytes_size, 2 * (uint64_t)n);
+		memcpy(strs_b + (CO_CODE - STRS) + o->bytes_data, units, 2 * (size_t)n);
+	} else {
+		put64(code_b, o->code_units, n);
+		memcpy(code_b + o->code_adaptive, units, 2 * (size_t)n);
+	}
+}
+
+static void expect_op(struct image *im, int32_t index, uint8_t flags, uint8_t op)
+{
+	const struct sample_hdr *h;
+
+	set_instr(im, index);
+	h = tick(im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->err, 0);
+	assert_true(h->nframes >= 1);
+	if (h->op_flags != flags || h->leaf_op != op)
+		fail_msg("0x%08x index %d: flags %#x op %u, want %#x %u", im->cfg.off.version_hex,
+			 index, h->op_flags, h->leaf_op, flags, op);
+}
+
+static void test_leaf_opcode(void **state)
+{
+	static const uint32_t versions[] = {V38, V310, V311, V312};
+	static const int depth[] = {2};
+	struct image im;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		const struct py_opcode_table *t = py_opcodes_for(versions[i]);
+		const struct py_offsets *o;
+		uint8_t ext, u[12];
+
+		assert_non_null(t);
+		ext = t->extended_arg;
+		build(&im, versions[i], 1, depth);
+		o = &im.cfg.off;
+		assert_int_equal(o->op_prefix, o->frame_model == FRAME_MODEL_OBJECT ? ext : 0);
+		/* units: 7, EXT, EXT, 9, EXT, 11 */
+		memcpy(u, (uint8_t[]){7, 0, ext, 1, ext, 2, 9, 3, ext, 4, 11, 5}, sizeof(u));
+		put_code(&im, u, 6);
+		expect_op(&im, 0, 0, 0); /* not asked */
+		im.cfg.flags |= PROC_OPCODES;
+		expect_op(&im, 0, OP_READ, 7);
+		expect_op(&im, 3, OP_READ, 9);
+		expect_op(&im, 5, OP_READ, 11);
+		expect_op(&im, -1, OP_NOT_STARTED, 0);
+		expect_op(&im, 6, OP_OUTSIDE, 0); /* one past the last unit */
+		if (o->op_prefix) { /* f_lasti on the prefixes: the instruction they extend */
+			expect_op(&im, 1, OP_READ | 2 << OP_PREFIX_SHIFT, 9);
+			expect_op(&im, 2, OP_READ | 1 << OP_PREFIX_SHIFT, 9);
+			/* two units left: the last prefix, then what follows it */
+			expect_op(&im, 4, OP_READ | 1 << OP_PREFIX_SHIFT, 11);
+		} else { /* 3.11+: the pointer is never left on a prefix */
+			expect_op(&im, 1, OP_READ, ext);
+		}
+		/* the bytecode's length as the target states it bounds the index */
+		put_code(&im, u, 2);
+		expect_op(&im, 3, OP_OUTSIDE, 0);
+		if (o->op_prefix) /* a prefix at the end: not stepped past the end */
+			expect_op(&im, 1, OP_READ, ext);
+		/* unreadable bytecode: no flag at all */
+		if (o->frame_model == FRAME_MODEL_OBJECT)
+			put64(code_b, o->code_code, 0xdead0000);
+		else
+			put64(code_b, o->code_units, 1ull << 40); /* the units run off the region */
+		expect_op(&im, o->frame_model == FRAME_MODEL_OBJECT ? 0 : 0x10000, 0, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1432,6 +1532,7 @@ int main(void)
 	    cmocka_unit_test(test_async_running_task_tstate),
 	    cmocka_unit_test(test_coro_step),
 	    cmocka_unit_test(test_gc_and_exception),
+	    cmocka_unit_test(test_leaf_opcode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
  * it indexes before it reaches the BPF side.
  */
 #include "py_offsets.h"
+#include "py_opcodes.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -189,6 +190,7 @@ static const struct vtable tables[] = {
       .code_filename = 104,
       .code_name = 112,
       .code_linetable = 120, /* co_lnotab */
+      .code_code = 48,
       STR_BYTES_PRE312,
       EXC(88, 1, 144, 8)},
      {.interp_id = 16,
@@ -218,6 +220,7 @@ static const struct vtable tables[] = {
       .code_filename = 104,
       .code_name = 112,
       .code_linetable = 120, /* co_lnotab */
+      .code_code = 48,
       STR_BYTES_PRE312,
       EXC(88, 1, 144, 8)},
      {.interp_id = 24,
@@ -248,6 +251,7 @@ static const struct vtable tables[] = {
       .code_filename = 104,
       .code_name = 112,
       .code_linetable = 120, /* co_linetable, PEP 626 */
+      .code_code = 48,
       STR_BYTES_PRE312,
       EXC(88, 1, 144, 8)},
      {.interp_id = 24,
@@ -286,6 +290,7 @@ static const struct vtable tables[] = {
       .code_qualname = 128,
       .code_linetable = 136,
       .code_adaptive = 184,
+      .code_units = 16,
       .ob_type = 8,
       .unicode_state = 32,
       .unicode_length = 16,
@@ -331,6 +336,7 @@ static const struct vtable tables[] = {
       .code_qualname = 128,
       .code_linetable = 136,
       .code_adaptive = 192,
+      .code_units = 16,
       .ob_type = 8,
       .unicode_state = 32,
       .unicode_length = 16,
@@ -351,6 +357,29 @@ static const struct vtable tables[] = {
       LOCALS_311,
       GC(0, 312)}},
 };
+
+const struct py_opcode_table *py_opcodes_for(uint32_t hex)
+{
+	for (size_t i = 0; i < py_opcode_ntables; i++)
+		if (py_opcode_tables[i]->major_minor == PY_MAJOR_MINOR(hex))
+			return py_opcode_tables[i];
+	return NULL;
+}
+
+/*
+ * record --opcodes: the byte walk_leaf_op() steps over. Up to 3.10 the eval
+ * loop sets f_lasti once per dispatch, before an EXTENDED_ARG, and not again
+ * for the instruction that prefix extends (ceval.c's EXTENDED_ARG case
+ * goes straight to the next dispatch_opcode): f_lasti then names the
+ * prefix while the instruction runs. 3.11+ sets the frame's instruction
+ * pointer at the start of every instruction, the extended one included.
+ */
+static uint8_t op_prefix(const struct py_offsets *o)
+{
+	const struct py_opcode_table *t = py_opcodes_for(o->version_hex);
+
+	return o->frame_model == FRAME_MODEL_OBJECT && t ? t->extended_arg : 0;
+}
 
 static int check_release(uint32_t hex, struct diag *d)
 {
@@ -382,6 +411,7 @@ int py_offsets_for_version(uint32_t version_hex, struct py_offsets *o, struct py
 		*x = tables[i].x;
 		o->version_hex = version_hex;
 		read_sizes(o, x->frame_size);
+		o->op_prefix = op_prefix(o);
 		return 0;
 	}
 	if (PY_MINOR(version_hex) <= PY_OFFSETS_MAX_MINOR)
@@ -958,6 +988,10 @@ static int code_from_debug(const struct dparse *p0, struct py_offsets *o, struct
 	F16("code_object", "firstlineno", 4, o->code_firstlineno);
 	F16("code_object", "argcount", 4, o->code_argcount);
 	F16("code_object", "co_code_adaptive", 2, o->code_adaptive);
+	/* record --opcodes: a code object's ob_size counts its code units;
+	 * it sits in the var header every var object shares, which the table
+	 * gives for bytes (and tuples). */
+	F16("bytes_object", "ob_size", 8, o->code_units);
 	/* co_flags is not in the table. It is the int right before
 	 * co_argcount in every layout since 3.12 (see struct dlayout); if
 	 * argcount moved, so may have flags. */

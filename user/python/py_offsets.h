@@ -415,6 +415,11 @@ int py_gil_addrs(const struct py_extra *x, uint64_t runtime_addr, uint64_t gil_s
  */
 int py_gil_wait_range(uint64_t holder_addr, uint64_t *lo, uint64_t *hi);
 
+/* The opcode names of hex's minor (py_opcodes.h), or NULL for a minor
+ * with no generated table. */
+struct py_opcode_table;
+const struct py_opcode_table *py_opcodes_for(uint32_t hex);
+
 /* "3.12.1", "3.13.0rc2", "3.14.0a1" into buf; returns buf. */
 const char *py_version_str(uint32_t hex, char *buf, size_t len);
 
