@@ -815,6 +815,69 @@ static void test_model(void **state)
 	profile_free(p);
 }
 
+/* record --opcodes' instruction marks (profile.h): what profile_op()
+ * reads back of what profile_op_name() and profile_op_addr() made, the
+ * bounds of each field, the folded label, and frames that are not marks. */
+static void test_op_mark(void **state)
+{
+	struct profile *p = profile_new(1000, "cpu");
+	char spec[96], plain[96];
+	struct sym_frame fr[3] = {{.kind = FRAME_KIND_MARK, .file = "/srv/app.py", .line = 12},
+				  {.kind = FRAME_KIND_MARK, .file = "/srv/app.py", .line = 12},
+				  F_MAIN};
+	struct sym_sample s = {5, 1, 2, 0, 0, 3, fr};
+	struct prof_op op;
+	char label[256];
+
+	(void)state;
+	profile_op_name(spec, sizeof(spec), "BINARY_OP_ADD_INT", "BINARY_OP");
+	profile_op_name(plain, sizeof(plain), "<not started>", NULL);
+	assert_string_equal(spec, "[op BINARY_OP_ADD_INT (BINARY_OP)]");
+	fr[0].name = spec;
+	fr[0].addr = profile_op_addr(130, 41, 12, 17);
+	fr[1].name = plain;
+	fr[1].addr = profile_op_addr(-1, (int64_t)1 << 40, 70000, -5); /* all unknown */
+	assert_int_equal(profile_add(p, &s), 0);
+	assert_int_equal(profile_op(p, p->stacks[0].frames[0], &op), 1);
+	assert_string_equal(op.name, "BINARY_OP_ADD_INT");
+	assert_string_equal(op.base, "BINARY_OP");
+	assert_int_equal(op.specialized, 1);
+	assert_int_equal(op.byte, 130);
+	assert_int_equal(op.index, 41);
+	assert_int_equal(op.col, 12);
+	assert_int_equal(op.endcol, 17);
+	assert_string_equal(op.file, "/srv/app.py");
+	assert_int_equal(op.line, 12);
+	assert_int_equal(profile_op(p, p->stacks[0].frames[1], &op), 1);
+	assert_string_equal(op.name, "<not started>");
+	assert_string_equal(op.base, "<not started>");
+	assert_int_equal(op.specialized, 0);
+	assert_int_equal(op.byte, -1);
+	assert_int_equal(op.index, -1);
+	assert_int_equal(op.col, -1);
+	assert_int_equal(op.endcol, -1);
+	/* A Python frame, a mark without the tag: not instruction marks. */
+	assert_int_equal(profile_op(p, p->stacks[0].frames[2], &op), 0);
+	assert_int_equal(profile_op(p, UINT32_MAX, &op), 0);
+	fr[0].addr = 0;
+	assert_int_equal(profile_add(p, &s), 0);
+	assert_int_equal(profile_op(p, p->stacks[1].frames[0], &op), 0);
+	/* The folded label is the name alone, whatever file the mark has. */
+	profile_frame_label(p, p->stacks[0].frames[0], 0, 1, label, sizeof(label));
+	assert_string_equal(label, "[op BINARY_OP_ADD_INT (BINARY_OP)]");
+	/* The largest values that fit, and a name past the buffer, cut. */
+	fr[0].addr = profile_op_addr(255, ((int64_t)1 << 24) - 2, 32765, 32765);
+	fr[0].name = "[op AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA]";
+	assert_int_equal(profile_add(p, &s), 0);
+	assert_int_equal(profile_op(p, p->stacks[2].frames[0], &op), 1);
+	assert_int_equal(op.byte, 255);
+	assert_int_equal(op.index, ((int64_t)1 << 24) - 2);
+	assert_int_equal(op.col, 32765);
+	assert_int_equal(op.endcol, 32765);
+	assert_int_equal(strlen(op.name), 63);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -823,7 +886,7 @@ int main(void)
 	    cmocka_unit_test(test_folded),	  cmocka_unit_test(test_speedscope),
 	    cmocka_unit_test(test_pprof),	  cmocka_unit_test(test_svg),
 	    cmocka_unit_test(test_raw),		  cmocka_unit_test(test_clobber),
-	    cmocka_unit_test(test_device_output),
+	    cmocka_unit_test(test_device_output), cmocka_unit_test(test_op_mark),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -68,10 +68,12 @@ struct build {
 	char **rooted;		       /* per function: source_root + file, or NULL */
 	PLabel *plabels;	       /* PROF_PROC_LABELS per thread: its process's */
 	PLabel glabels[PROF_LABELS];   /* the profile's own (host) */
-	/* record --exception: per function, exception=TYPE when it is an
-	 * "[exception TYPE]" mark (key 0 otherwise), and TYPE's copy. */
-	PLabel *elabels;
-	char **enames;
+	/* The labels a mark function gives the samples it is in, two per
+	 * function (key 0: none), and their values' copies: exception=TYPE for
+	 * an "[exception TYPE]" mark (record --exception), opcode=NAME and
+	 * opcode_base=BASE for an instruction mark (record --opcodes). */
+	PLabel *mlabels;
+	char **mnames;
 };
 
 /* Labels of a thread: pid, tid, comm, thread, thread_name. A Sample's list:
@@ -79,10 +81,12 @@ struct build {
  * reason where set. */
 #define COMBOS	      4 /* bit 0: gil held, bit 1: idle */
 #define LABELS_THREAD 5
-#define LABELS_PER    (LABELS_THREAD + 3 + PROF_PROC_LABELS + PROF_LABELS)
-/* A sample's marks sit at its leaf: an exception mark is looked for there. */
-#define MARKS_AT_LEAF 3
-#define EXC_MARK      "[exception "
+#define LABELS_PER    (LABELS_THREAD + 2 + MARK_KEYS + PROF_PROC_LABELS + PROF_LABELS)
+/* A sample's marks sit between its leaf and its first Python frame with a
+ * file: exception, opcode and opcode_base labels are looked for there. */
+#define MARK_KEYS   3
+#define MARK_LABELS 2 /* per function */
+#define EXC_MARK    "[exception "
 
 static void build_free(struct build *b)
 {
@@ -106,10 +110,10 @@ static void build_free(struct build *b)
 	for (uint32_t i = 0; b->rooted && b->rooted[i] != (char *)-1; i++)
 		free(b->rooted[i]);
 	free(b->rooted);
-	for (uint32_t i = 0; b->enames && b->enames[i] != (char *)-1; i++)
-		free(b->enames[i]);
-	free(b->enames);
-	free(b->elabels);
+	for (uint32_t i = 0; b->mnames && b->mnames[i] != (char *)-1; i++)
+		free(b->mnames[i]);
+	free(b->mnames);
+	free(b->mlabels);
 	free(b->maps);
 	free(b->mapp);
 }
@@ -195,6 +199,8 @@ enum {
 	S_REASON,
 	S_KMAP,
 	S_EXCEPTION,
+	S_OPCODE,
+	S_OPCODE_BASE,
 	S_REASONS, /* OFFCPU__COUNT names from here */
 	S__N = S_REASONS + OFFCPU__COUNT,
 };
@@ -210,11 +216,11 @@ struct plan {
 	uint32_t nloc;
 	uint64_t nsamples; /* allocated, then used */
 	uint64_t nrooted;
-	uint64_t nexc;	      /* exception=TYPE strings, after the rooted names */
+	uint64_t nmark;	      /* the mark labels' strings, after the rooted names */
 	uint32_t lgil, lidle; /* the gil=held and idle=yes labels' indices */
 	/* Strings: the profile's, ours, then per thread its comm, its "NAME
-	 * (TID)" and its name, then the rooted file names, then the exception
-	 * types of exception=TYPE labels. */
+	 * (TID)" and its name, then the rooted file names, then the values of
+	 * the mark labels (exception=TYPE, opcode=NAME, opcode_base=BASE). */
 	size_t tstr;
 	const char *root; /* --source-root, NULL for none or "/" */
 };
@@ -224,7 +230,7 @@ struct plan {
 static int build_alloc(struct build *b, struct plan *pl, struct diag *d)
 {
 	const struct profile *p = pl->p;
-	size_t nstr = pl->tstr + 3 * (size_t)p->nthreads + 2 * (size_t)p->nfuncs;
+	size_t nstr = pl->tstr + 3 * (size_t)p->nthreads + (1 + MARK_LABELS) * (size_t)p->nfuncs;
 	uint64_t nlocids = 0;
 
 	/* A location id count that overflows size_t arithmetic is not a
@@ -252,15 +258,15 @@ static int build_alloc(struct build *b, struct plan *pl, struct diag *d)
 	b->rooted = calloc(p->nfuncs + 1, sizeof(*b->rooted));
 	if (b->rooted)
 		b->rooted[p->nfuncs] = (char *)-1;
-	b->enames = calloc(p->nfuncs + 1, sizeof(*b->enames));
-	if (b->enames)
-		b->enames[p->nfuncs] = (char *)-1;
-	b->elabels = calloc(p->nfuncs + 1, sizeof(*b->elabels));
+	b->mnames = calloc(MARK_LABELS * (size_t)p->nfuncs + 1, sizeof(*b->mnames));
+	if (b->mnames)
+		b->mnames[MARK_LABELS * (size_t)p->nfuncs] = (char *)-1;
+	b->mlabels = calloc(MARK_LABELS * (size_t)p->nfuncs + 1, sizeof(*b->mlabels));
 	b->maps = calloc(pl->nmaps, sizeof(*b->maps));
 	b->mapp = calloc(pl->nmaps, sizeof(*b->mapp));
 	if (!b->strtab || !b->funcs || !b->funcp || !b->locs || !b->locp || !b->lines ||
 	    !b->linep || !b->samples || !b->samplep || !b->locids || !b->values || !b->labels ||
-	    !b->labelp || !b->plabels || !b->tnames || !b->rooted || !b->enames || !b->elabels ||
+	    !b->labelp || !b->plabels || !b->tnames || !b->rooted || !b->mnames || !b->mlabels ||
 	    !b->maps || !b->mapp) {
 		diag_errno(d, ENOMEM, "pprof output");
 		return -1;
@@ -290,7 +296,9 @@ static void build_strings(struct build *b, const struct plan *pl)
 					"thread_name",
 					"off_cpu_reason",
 					"[kernel.kallsyms]",
-					"exception"};
+					"exception",
+					"opcode",
+					"opcode_base"};
 
 	/* The interned strings already start with "", as pprof requires. */
 	for (uint32_t i = 0; i < p->nstrs; i++)
@@ -361,6 +369,51 @@ static void build_locations(struct build *b, const struct plan *pl)
 	}
 }
 
+/* Label k of function f: key, and a copy of the n bytes of value as its
+ * string, after the rooted file names. -1 on ENOMEM. */
+static int mark_label(struct build *b, struct plan *pl, uint32_t f, int k, int key,
+		      const char *value, size_t n)
+{
+	size_t at = pl->tstr + 3 * (size_t)pl->p->nthreads + pl->nrooted + pl->nmark++;
+	size_t i = MARK_LABELS * (size_t)f + (size_t)k;
+
+	b->mnames[i] = strndup(value, n);
+	if (!b->mnames[i])
+		return -1;
+	b->strtab[at] = b->mnames[i];
+	b->mlabels[i].key = SID(key);
+	b->mlabels[i].str = (int64_t)at;
+	return 0;
+}
+
+/* The labels of the mark functions: exception=TYPE for "[exception
+ * TYPE]", opcode=NAME and opcode_base=BASE (NAME where not specialized)
+ * for an instruction mark (profile_op_func). -1 on ENOMEM. */
+static int mark_labels(struct build *b, struct plan *pl)
+{
+	const struct profile *p = pl->p;
+	struct prof_op op;
+
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		const char *name = profile_str(p, p->funcs[i].name);
+		size_t n = strlen(name), e = strlen(EXC_MARK);
+
+		for (int k = 0; k < MARK_LABELS; k++)
+			perftools__profiles__label__init(&b->mlabels[MARK_LABELS * i + k]);
+		if (p->funcs[i].kind != FRAME_KIND_MARK)
+			continue;
+		if (profile_op_func(p, i, &op)) {
+			if (mark_label(b, pl, i, 0, S_OPCODE, op.name, strlen(op.name)) ||
+			    mark_label(b, pl, i, 1, S_OPCODE_BASE, op.base, strlen(op.base)))
+				return -1;
+		} else if (!strncmp(name, EXC_MARK, e) && name[n - 1] == ']' &&
+			   mark_label(b, pl, i, 0, S_EXCEPTION, name + e, n - e - 1)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* The shared labels: gil=held, idle=yes, off_cpu_reason=NAME, LABELS_THREAD
  * per thread (shared by all its samples), each thread's process's, and the
  * profile's own. */
@@ -407,25 +460,9 @@ static int build_labels(struct build *b, struct plan *pl, struct diag *d)
 		l[4].str = (int64_t)(tstr + 2 * p->nthreads + t);
 		pprof_proc_labels(p, p->threads[t].pid, &b->plabels[PROF_PROC_LABELS * t]);
 	}
-	/* exception=TYPE, one per "[exception TYPE]" mark function; its
-	 * strings after the rooted file names. */
-	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		const char *name = profile_str(p, p->funcs[i].name);
-		size_t n = strlen(name), at;
-
-		perftools__profiles__label__init(&b->elabels[i]);
-		if (p->funcs[i].kind != FRAME_KIND_MARK ||
-		    strncmp(name, EXC_MARK, strlen(EXC_MARK)) || name[n - 1] != ']')
-			continue;
-		at = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted + pl->nexc++;
-		b->enames[i] = strndup(name + strlen(EXC_MARK), n - strlen(EXC_MARK) - 1);
-		if (!b->enames[i]) {
-			diag_errno(d, ENOMEM, "pprof output");
-			return -1;
-		}
-		b->strtab[at] = b->enames[i];
-		b->elabels[i].key = SID(S_EXCEPTION);
-		b->elabels[i].str = (int64_t)at;
+	if (mark_labels(b, pl)) {
+		diag_errno(d, ENOMEM, "pprof output");
+		return -1;
 	}
 	for (uint32_t i = 0; i < PROF_LABELS; i++) {
 		perftools__profiles__label__init(&b->glabels[i]);
@@ -435,6 +472,34 @@ static int build_labels(struct build *b, struct plan *pl, struct diag *d)
 		}
 	}
 	return 0;
+}
+
+/* The labels of the marks between a stack's leaf and its first Python
+ * frame with a file (an off-CPU reason has none), each key once. */
+static void mark_sample_labels(struct build *b, const struct plan *pl, PSample *s,
+			       const struct prof_stack *st)
+{
+	const struct profile *p = pl->p;
+	int64_t seen[MARK_KEYS];
+	int nseen = 0;
+
+	for (uint32_t j = 0; j < st->nframes; j++) {
+		uint32_t f = p->frames[st->frames[j]].func;
+
+		if (p->funcs[f].kind == FRAME_KIND_PYTHON && *profile_str(p, p->funcs[f].file))
+			break;
+		for (int k = 0; k < MARK_LABELS; k++) {
+			PLabel *l = &b->mlabels[MARK_LABELS * f + k];
+			int dup = 0;
+
+			for (int q = 0; q < nseen; q++)
+				dup |= seen[q] == l->key;
+			if (!l->key || dup || nseen == MARK_KEYS)
+				continue;
+			seen[nseen++] = l->key;
+			s->label[s->n_label++] = l;
+		}
+	}
 }
 
 /* A Sample's labels: its thread's (comm and thread_name where known), gil,
@@ -458,14 +523,7 @@ static void sample_labels(struct build *b, const struct plan *pl, PSample *s,
 		s->label[s->n_label++] = &b->labels[pl->lidle];
 	if (whole && st->offcpu_reason < OFFCPU__COUNT)
 		s->label[s->n_label++] = &b->rlabels[st->offcpu_reason];
-	for (uint32_t j = 0; j < st->nframes && j < MARKS_AT_LEAF; j++) {
-		PLabel *el = &b->elabels[pl->p->frames[st->frames[j]].func];
-
-		if (el->key) {
-			s->label[s->n_label++] = el;
-			break;
-		}
-	}
+	mark_sample_labels(b, pl, s, st);
 	for (int k = 0; k < PROF_PROC_LABELS; k++) {
 		PLabel *l = &b->plabels[PROF_PROC_LABELS * st->thread + k];
 
@@ -588,7 +646,7 @@ static void build_profile(struct build *b, const struct plan *pl)
 	b->prof.location = b->locp;
 	b->prof.n_function = p->nfuncs;
 	b->prof.function = b->funcp;
-	b->prof.n_string_table = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted + pl->nexc;
+	b->prof.n_string_table = pl->tstr + 3 * (size_t)p->nthreads + pl->nrooted + pl->nmark;
 	b->prof.string_table = b->strtab;
 	if (p->window_end_ns > p->window_start_ns) { /* record --rotate: its window */
 		b->prof.time_nanos = (int64_t)p->window_start_ns + p->realtime_off;

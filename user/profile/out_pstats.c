@@ -11,7 +11,8 @@
  *
  *   key  a function: (file, first line, qualname) of Python code; native
  *        and kernel frames ("~", 0, "<name (lib) [native]>"), as cProfile
- *        names built-ins, and markers ("~", 0, "[truncated]");
+ *        names built-ins, and markers ("~", 0, "[truncated]", "[gc]",
+ *        "[op NAME]": every mark, whatever file it carries);
  *   cc   samples with the function on the stack (once per sample, however
  *        deep it recurses): pstats' "primitive calls";
  *   nc   the function's frames in those samples (a frame of each level of
@@ -127,11 +128,15 @@ static int func_key(const struct profile *p, uint32_t id, struct pst_func *out, 
 		out->name = strdup(buf);
 		out->file = strdup("~");
 	} else {
+		/* Marks are "~" markers, whatever file they carry (an
+		 * instruction mark has its Python frame's). */
+		int own = *file && fn->kind != FRAME_KIND_MARK;
+
 		text_escape(buf, PSTATS_NAME_MAX, name, 0);
 		out->name = strdup(buf);
-		text_escape(buf, PSTATS_NAME_MAX, *file ? file : "~", 0);
+		text_escape(buf, PSTATS_NAME_MAX, own ? file : "~", 0);
 		out->file = strdup(buf);
-		out->line = *file ? fn->firstlineno : 0;
+		out->line = own ? fn->firstlineno : 0;
 	}
 	return out->name && out->file ? 0 : -1;
 }

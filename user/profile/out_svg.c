@@ -166,7 +166,7 @@ static void node_color(const struct profile *p, const struct node *nd, int no_li
 		hue = 255 + (int)(hf % 40);
 	} else if (fn->kind == FRAME_KIND_KERNEL) { /* the kernel: magenta */
 		hue = 315 + (int)(hn % 25);
-	} else if (!*file) {
+	} else if (!*file || fn->kind == FRAME_KIND_MARK) { /* marks: grey */
 		snprintf(buf, len, "rgb(170,170,170)");
 		return;
 	} else if (strstr(file, "site-packages") || strstr(file, "dist-packages")) {

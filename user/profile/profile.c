@@ -1049,7 +1049,7 @@ void profile_label(char *buf, size_t len, const char *name, const char *file, in
 		/* No line: the same label with or without no_lines. */
 		snprintf(buf, len, "%s%s%s%s %s", name, *file ? " (" : "", file, *file ? ")" : "",
 			 kind == FRAME_KIND_NATIVE ? "[native]" : "[kernel]");
-	else if (!*file)
+	else if (!*file || kind == FRAME_KIND_MARK)
 		snprintf(buf, len, "%s", name);
 	else if (no_lines)
 		snprintf(buf, len, "%s (%s)", name, file);
@@ -1077,4 +1077,88 @@ char *profile_frame_label(const struct profile *p, uint32_t key, int no_lines, i
 void profile_set_realtime_off(struct profile *p, int64_t off)
 {
 	p->realtime_off = off;
+}
+
+/*
+ * An instruction mark's addr (profile.h): bits 0-7 the byte, bit 8 set
+ * when there is one, 9-32 the index + 1, 33-47 the column + 1, 48-62 the
+ * end column + 1 (0: unknown), 63 PROF_OP_TAG.
+ */
+#define OP_HAS_BYTE  (1ull << 8)
+#define OP_INDEX_AT  9
+#define OP_INDEX_MAX ((1ll << 24) - 1)
+#define OP_COL_AT    33
+#define OP_ENDCOL_AT 48
+#define OP_COL_MAX   0x7fff
+
+void profile_op_name(char *buf, size_t len, const char *name, const char *base)
+{
+	if (base)
+		snprintf(buf, len, "[op %s (%s)]", name, base);
+	else
+		snprintf(buf, len, "[op %s]", name);
+}
+
+uint64_t profile_op_addr(int byte, int64_t index, int col, int endcol)
+{
+	uint64_t a = PROF_OP_TAG;
+
+	if (byte >= 0 && byte <= 0xff)
+		a |= (uint64_t)byte | OP_HAS_BYTE;
+	if (index >= 0 && index < OP_INDEX_MAX)
+		a |= (uint64_t)(index + 1) << OP_INDEX_AT;
+	if (col >= 0 && col < OP_COL_MAX)
+		a |= (uint64_t)(col + 1) << OP_COL_AT;
+	if (endcol >= 0 && endcol < OP_COL_MAX)
+		a |= (uint64_t)(endcol + 1) << OP_ENDCOL_AT;
+	return a;
+}
+
+/* n bytes of s into out[64], cut. */
+static void op_copy(char *out, const char *s, size_t n)
+{
+	snprintf(out, 64, "%.*s", (int)(n < 63 ? n : 63), s);
+}
+
+int profile_op(const struct profile *p, uint32_t frame, struct prof_op *out)
+{
+	if (frame >= p->nframes || !profile_op_func(p, p->frames[frame].func, out))
+		return 0;
+	out->line = p->frames[frame].line;
+	return 1;
+}
+
+int profile_op_func(const struct profile *p, uint32_t func, struct prof_op *out)
+{
+	const struct prof_func *fn;
+	const char *name, *in, *open;
+	size_t n, len;
+	uint64_t a;
+
+	if (func >= p->nfuncs)
+		return 0;
+	fn = &p->funcs[func];
+	name = profile_str(p, fn->name);
+	n = strlen(name);
+	if (fn->kind != FRAME_KIND_MARK || !(fn->addr & PROF_OP_TAG) || n < 6 ||
+	    strncmp(name, "[op ", 4) || name[n - 1] != ']')
+		return 0;
+	/* NAME is an identifier or "<...>", never with " (" in it. */
+	in = name + 4;
+	len = n - 5;
+	open = memmem(in, len, " (", 2);
+	out->specialized = open && in[len - 1] == ')';
+	op_copy(out->name, in, out->specialized ? (size_t)(open - in) : len);
+	if (out->specialized)
+		op_copy(out->base, open + 2, len - (size_t)(open - in) - 3);
+	else
+		op_copy(out->base, out->name, strlen(out->name));
+	a = fn->addr;
+	out->byte = a & OP_HAS_BYTE ? (int)(a & 0xff) : -1;
+	out->index = (int64_t)((a >> OP_INDEX_AT) & OP_INDEX_MAX) - 1;
+	out->col = (int)((a >> OP_COL_AT) & OP_COL_MAX) - 1;
+	out->endcol = (int)((a >> OP_ENDCOL_AT) & OP_COL_MAX) - 1;
+	out->file = profile_str(p, fn->file);
+	out->line = -1;
+	return 1;
 }

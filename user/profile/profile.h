@@ -32,6 +32,61 @@ enum frame_kind {
 
 struct native_lib;
 
+/*
+ * record --opcodes: the instruction mark. A sample recorded with --opcodes
+ * has one frame of kind FRAME_KIND_MARK right leafward of its Python leaf
+ * frame (between that frame and any native frame it called; rootward of
+ * the [exception T], [gc] and off-CPU marks), naming the instruction the
+ * leaf frame was executing:
+ *
+ *   name  "[op NAME]", or "[op NAME (BASE)]" when NAME is a specialized
+ *         form of BASE. NAME is the opcode's name in the target's version
+ *         (user/python/gen/opcodes.c): INSTRUMENTED_*, ENTER_EXECUTOR and
+ *         EXTENDED_ARG as they are, "<op N>" for a byte the version does
+ *         not name, "<not started>" when the frame had started no
+ *         instruction, "<past end>" when its index lay past the bytecode's
+ *         end, "<unread>" when the byte could not be read.
+ *   file  the Python leaf frame's file (sym_frame.file, prof_func.file)
+ *   line  the Python leaf frame's line (sym_frame.line, prof_frame.line)
+ *   addr  PROF_OP_TAG, and packed by profile_op_addr(): the byte, the
+ *         instruction's index and its columns (sym_frame.addr,
+ *         prof_func.addr)
+ *
+ * The labels of the folded formats show the name alone. Writers and
+ * readers do not parse any of it themselves: profile_op() does.
+ */
+#define PROF_OP_TAG (1ull << 63)
+
+struct prof_op {
+	char name[64];	 /* NAME (cut at 63 bytes) */
+	char base[64];	 /* BASE for a specialized form, else NAME again */
+	int specialized; /* 1: the name carried a base */
+	int byte;	 /* the opcode byte, -1 for none (not started, unread) */
+	int64_t index;	 /* the instruction's index in code units, -1 unknown */
+	/* Its columns on its line, 0-based UTF-8 bytes as CPython's line
+	 * table counts them (3.11+), -1 unknown; endcol also -1 where the
+	 * instruction's span ends on a later line. */
+	int col, endcol;
+	const char *file; /* the profile's string: valid while the profile is */
+	int line;
+};
+
+struct profile;
+
+/* The mark's name for NAME and BASE (NULL: not specialized) into buf. */
+void profile_op_name(char *buf, size_t len, const char *name, const char *base);
+
+/* func addr of an instruction mark: byte (-1 none), index (-1 unknown;
+ * from 2^24 - 1 on, unknown), col and endcol (-1 unknown; from 32767 on,
+ * unknown). */
+uint64_t profile_op_addr(int byte, int64_t index, int col, int endcol);
+
+/* 1 with *out filled if frame (a frame id of p) is an instruction mark;
+ * 0 if it is any other frame. */
+int profile_op(const struct profile *p, uint32_t frame, struct prof_op *out);
+/* The same for a function id (no_lines writers; out->line is then -1). */
+int profile_op_func(const struct profile *p, uint32_t func, struct prof_op *out);
+
 /* One symbolized frame. name is the qualname, e.g. "Class.method". */
 struct sym_frame {
 	const char *name;
@@ -288,8 +343,9 @@ static inline uint32_t profile_frame_key(const struct profile *p, uint32_t frame
 
 /* One frame's label as every folded output writes it, unsanitized, into
  * buf: "qualname (file:line)", "qualname (file)" under no_lines, just the
- * name without a file (marks), "name (lib) [native]", "name [kernel]" or
- * "name (module) [kernel]" (enum frame_kind). */
+ * name for a mark (FRAME_KIND_MARK, whatever its file) or a frame without
+ * a file, "name (lib) [native]", "name [kernel]" or "name (module)
+ * [kernel]" (enum frame_kind). */
 void profile_label(char *buf, size_t len, const char *name, const char *file, int line, int kind,
 		   int no_lines);
 

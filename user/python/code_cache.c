@@ -554,6 +554,14 @@ int code_cache_line(const struct code_entry *e, int instr)
 	return line == LINETABLE_CUT ? -1 : line;
 }
 
+void code_cache_cols(const struct code_entry *e, int instr, int *col, int *endcol)
+{
+	*col = *endcol = -1;
+	if (e->status == CODE_OK && e->linetable)
+		linetable_cols(e->version_hex, e->linetable, e->linetable_len, e->firstlineno,
+			       instr, col, endcol);
+}
+
 int code_cache_symbolize(struct code_cache *c, const struct frame_rec *f, struct sym_frame *out)
 {
 	const struct code_entry *e = code_cache_lookup(c, f->code, f->fingerprint);

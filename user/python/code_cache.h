@@ -114,6 +114,11 @@ void code_cache_end_sample(struct code_cache *c);
  * the copy happens to end). */
 int code_cache_line(const struct code_entry *e, int instr);
 
+/* The columns of instruction instr (code units) of an entry, 3.11+, as
+ * linetable_cols() gives them; both -1 when unknown (also for an
+ * instruction past the part of the table held). */
+void code_cache_cols(const struct code_entry *e, int instr, int *col, int *endcol);
+
 /*
  * Symbolize one frame from the walker (f->instr raw, as the walker records
  * it; converted with walk_instr_index()) into out (strings as for

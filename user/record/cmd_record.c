@@ -21,12 +21,14 @@
 #include "native_tables.h"
 #include "splice.h"
 #include "async_stack.h"
+#include "op_mark.h"
 
 /* Frames of a composed --async stack: what every writer takes (the root
  * end of a longer chain is cut, counted as cut). */
 #define ASYNC_FRAMES_CAP BPFPY_MAX_DEPTH
-/* Marks a sample can start with: an off-CPU reason, [gc], [exception T]. */
-#define LEAD_MARKS_MAX 3
+/* Marks a sample can start with: an off-CPU reason, [gc], [exception T],
+ * the instruction's (--opcodes). */
+#define LEAD_MARKS_MAX 4
 #include "bpf_sampler.h"
 #include "cli_parse.h"
 #include "commands.h"
@@ -77,6 +79,7 @@ struct record_opts {
 	int async_all;		 /* --async-mode all */
 	int exception;		 /* --exception */
 	int no_gc;		 /* --no-gc */
+	int opcodes;		 /* --opcodes */
 	struct rotate_opts rot;	 /* --rotate, --keep, --keep-bytes (rotate.h) */
 };
 
@@ -200,6 +203,21 @@ static const char doc[] =
     "in pprof, the label exception=TYPE; TYPE is the type's tp_name, read from the target "
     "and escaped, for types whose flags say they derive from BaseException (others are "
     "dropped and counted). Python 3.8-3.15. docs/record.md.\n"
+    "OPCODES. --opcodes (every clock, Python 3.8-3.15): at each sample the kernel also "
+    "reads the byte of the instruction the Python leaf frame is executing (3.11+: the "
+    "code unit at its instruction pointer in co_code_adaptive, quickened and specialized "
+    "as it runs; 3.8-3.10: co_code at f_lasti, past any EXTENDED_ARG prefix), and the "
+    "sample gets an [op NAME] frame right on that frame (under native frames it called, "
+    "over [exception TYPE], [gc] and an off-CPU reason), [op NAME (BASE)] for a "
+    "specialized form of BASE; NAME comes from the target version's own opcode table: "
+    "INSTRUMENTED_*, ENTER_EXECUTOR and EXTENDED_ARG as they are, <op N> for a byte it "
+    "does not name, <not started> for a frame that started no instruction yet, <past "
+    "end> and <unread> where the byte was not read. The frame carries the leaf's file "
+    "and line (pprof: its location), pprof samples the labels opcode=NAME and "
+    "opcode_base=BASE (NAME again when not specialized), raw the byte, its index and "
+    "columns (#def). Summary line '--opcodes: N samples with their instruction's byte (N "
+    "specialized forms, N bytes the version does not name), N without'. What the byte "
+    "means in each version: docs/opcodes.md.\n"
     "AGENT. --rotate SECONDS -o DIR/ writes one pprof per window (and -f FORMAT's file, same "
     "stem), DIR/bpfpy-%Y%m%dT%H%M%SZ-HOST.pb.gz, named by the window's start (UTC), dated "
     "by it (time_nanos, duration_nanos); sampling goes on while a window is written. "
@@ -228,7 +246,8 @@ static const char doc[] =
     "  sudo bpfpy record -p 1234 --clock wall --gil --threads -o wall.pb.gz\n"
     "  sudo bpfpy record -o app.svg -- python3 app.py --port 8080\n"
     "  sudo bpfpy record -p 1234 --async -d 10 -o tasks.svg\n"
-    "  sudo bpfpy record -p 1234 --exception -d 10 -o errors.pb.gz\n\n" EXIT_CODES_DOC;
+    "  sudo bpfpy record -p 1234 --exception -d 10 -o errors.pb.gz\n"
+    "  sudo bpfpy record -p 1234 --opcodes -d 10 -o ops.folded\n\n" EXIT_CODES_DOC;
 
 enum {
 	OPT_POISSON = 256,
@@ -251,6 +270,7 @@ enum {
 	OPT_ASYNC_MODE,
 	OPT_EXCEPTION,
 	OPT_NO_GC,
+	OPT_OPCODES,
 };
 
 static const struct argp_option options[] = {
@@ -305,6 +325,10 @@ static const struct argp_option options[] = {
      0},
     {"no-gc", OPT_NO_GC, NULL, 0,
      "No [gc] frames (by default a sample of the thread collecting garbage gets one)", 0},
+    {"opcodes", OPT_OPCODES, NULL, 0,
+     "The instruction each sample's Python leaf frame was executing, as an [op NAME] frame "
+     "on it (see below)",
+     0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
     {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
     {0},
@@ -351,8 +375,8 @@ static void check_combinations(struct record_opts *o, struct argp_state *state)
 	if (o->async && (o->native || o->kernel || o->cost_floor))
 		argp_error(state, "--async does not go with --native, --kernel or "
 				  "--cost-floor");
-	if (o->exception && o->cost_floor)
-		argp_error(state, "--exception takes stacks: not with --cost-floor");
+	if ((o->exception || o->opcodes) && o->cost_floor)
+		argp_error(state, "--exception and --opcodes take stacks: not with --cost-floor");
 	if (o->cost_floor && (o->wall || o->offcpu || o->native || o->kernel || o->phases))
 		argp_error(state, "--cost-floor goes with --clock cpu alone (no --native, "
 				  "--kernel, --phases)");
@@ -447,6 +471,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_GC:
 		o->no_gc = 1;
 		break;
+	case OPT_OPCODES:
+		o->opcodes = 1;
+		break;
 	case OPT_ASYNC_MODE:
 		if (!strcmp(arg, "all"))
 			o->async_all = 1;
@@ -509,7 +536,9 @@ struct rec_ctx {
 	struct sym_frame *joined; /* marks + a spliced stack */
 	uint64_t splice_causes[SPLICE__COUNT];
 	struct async_stats async; /* --async */
-	struct rotator *rot;	  /* --rotate, or NULL */
+	struct op_mark op;	  /* --opcodes: the sample's instruction mark */
+	struct op_stats op_stats;
+	struct rotator *rot; /* --rotate, or NULL */
 };
 
 /* A sample of a thread still waiting for its threading name: look again
@@ -630,6 +659,27 @@ static int lead_marks(struct rec_ctx *c, struct rec_target *t, const struct samp
 	return n;
 }
 
+/*
+ * --native: the marks (c->frames[0..leaf)) ahead of the spliced stack s;
+ * the instruction mark (op: the last of them) goes right leafward of the
+ * stack's first Python frame instead, under the native frames that frame
+ * called, where it sits in every other stack too.
+ */
+static void join_marks(struct rec_ctx *c, uint32_t leaf, int op, struct sym_sample *s)
+{
+	uint32_t lead = leaf - (uint32_t)op, k = op ? op_mark_at(s->frames, s->nframes) : 0;
+
+	if (!leaf || !s->nframes || s->nframes > SPLICE_MAX_OUT)
+		return;
+	memcpy(c->joined, c->frames, lead * sizeof(*c->joined));
+	memcpy(c->joined + lead, s->frames, k * sizeof(*c->joined));
+	if (op)
+		c->joined[lead + k] = c->frames[lead];
+	memcpy(c->joined + leaf + k, s->frames + k, (s->nframes - k) * sizeof(*c->joined));
+	s->frames = c->joined;
+	s->nframes += leaf;
+}
+
 static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_rec *frames)
 {
 	struct rec_ctx *c = arg;
@@ -642,13 +692,14 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	    .flags = h->flags,
 	    .frames = c->frames,
 	};
-	/* Marks (an off-CPU interval's reason, [gc], [exception TYPE]) are
-	 * leaf frames ahead of the stack: lead_marks(). */
+	/* Marks (an off-CPU interval's reason, [gc], [exception TYPE], and
+	 * the instruction's, last) are leaf frames ahead of the stack:
+	 * lead_marks(). */
 	uint32_t leaf = 0;
 	int native = c->ns && (h->nnative || h->nkernel);
 	const struct task_rec *tr = c->o->async ? async_task_rec(h, frames) : NULL;
 	uint32_t nasync = 0;
-	int unnamed = 0;
+	int unnamed = 0, op = c->o->opcodes && h->nframes;
 
 	if (dropped(c, t, h))
 		return 0;
@@ -657,7 +708,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 
 		if (m < 0)
 			return 0;
-		leaf = (uint32_t)m;
+		leaf = (uint32_t)m + (uint32_t)op; /* the instruction's: made once named */
 	}
 	if (tr && (!t->async || !t->proc)) /* sampled without, or gone */
 		tr = NULL;
@@ -693,6 +744,10 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		c->err_by_cause[WALK_ERR_UNNAMED]++;
 		return 0;
 	}
+	if (op) {
+		op_mark_make(t, h, frames, &c->op, &c->op_stats);
+		c->frames[leaf - 1] = c->op.f;
+	}
 	s.nframes = h->nframes + (h->nframes ? leaf : 0);
 	if (tr)
 		s.nframes = nasync + (nasync ? leaf : 0);
@@ -700,12 +755,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		splice_record(c->ns, c->sc, h, frames, c->frames + leaf,
 			      t->proc ? t->proc->bin.version_hex : 0, &s.frames, &s.nframes,
 			      c->splice_causes);
-		if (leaf && s.nframes && s.nframes <= SPLICE_MAX_OUT) {
-			memcpy(c->joined, c->frames, leaf * sizeof(*c->joined));
-			memcpy(c->joined + leaf, s.frames, s.nframes * sizeof(*c->joined));
-			s.frames = c->joined;
-			s.nframes += leaf;
-		}
+		join_marks(c, leaf, op, &s);
 	}
 	t->samples++;
 	c->samples++;
@@ -915,6 +965,15 @@ static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const 
 	if (c->gc_samples)
 		fprintf(stderr, "  [gc]: %llu samples of a thread collecting garbage\n",
 			(unsigned long long)c->gc_samples);
+	if (o->opcodes)
+		fprintf(stderr,
+			"  --opcodes: %llu samples with their instruction's byte (%llu specialized "
+			"forms, %llu bytes the version does not name), %llu without (not "
+			"started, past the end, unreadable)\n",
+			(unsigned long long)c->op_stats.read,
+			(unsigned long long)c->op_stats.specialized,
+			(unsigned long long)c->op_stats.unnamed,
+			(unsigned long long)c->op_stats.not_read);
 	if (o->exception)
 		fprintf(
 		    stderr,
@@ -1385,6 +1444,7 @@ int cmd_record(int argc, char **argv)
 	ts.async = o.async;
 	ts.exception = o.exception;
 	ts.no_gc = o.no_gc;
+	ts.opcodes = o.opcodes;
 	if (record_prepare(&c, formats, &d) || record_open_sampler(&s, &o, &d)) {
 		ret = diag_report(&d);
 		goto out;

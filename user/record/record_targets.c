@@ -104,6 +104,8 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 	}
 	if (ts->no_gc)
 		t->proc->cfg.gc_collecting_addr = 0;
+	if (ts->opcodes)
+		t->proc->cfg.flags |= PROC_OPCODES;
 	if (ts->exception) {
 		if (!t->proc->cfg.off.tstate_exc_info) {
 			diag_set(d, EXIT_UNSUPPORTED,

@@ -75,6 +75,7 @@ struct target_set {
 	int async;     /* record --async: targets get PROC_ASYNC and an async_target */
 	int exception; /* record --exception: targets get PROC_EXCEPTION */
 	int no_gc;     /* record --no-gc: targets' gc_collecting_addr is 0 */
+	int opcodes;   /* record --opcodes: targets get PROC_OPCODES */
 	/* PIDs looked at and found not to be Python, so a scan skips them. */
 	struct seen_pid {
 		pid_t pid;
