@@ -5,10 +5,11 @@
 # every converted file compared byte for byte (cmp) with record's own:
 #   - cpu clock, record -- launch_target.py: collapsed, svg, speedscope,
 #     chrome, pprof, pstats, gecko, raw;
-#   - cpu clock --threads and --no-lines, --clock offcpu --threads and
-#     --clock wall (weighted: ns per record, "#w" lines), each for 1.5 s of
-#     -p offcpu_four.py (five threads: sleeping, lock, pipe, CPU): the same
-#     eight formats;
+#   - cpu clock --threads and --no-lines, --clock offcpu --threads,
+#     --clock wall (weighted: ns per record, "#w" lines) and --clock wall
+#     --opcodes (instruction marks: their byte, index and columns in "#def"
+#     lines), each for 1.5 s of -p offcpu_four.py (five threads: sleeping,
+#     lock, pipe, CPU): the same eight formats;
 #   - --native --kernel on pyenv-3.12 (py/native_busy.py): #lib and #def
 #     lines, the same eight;
 #   - py/hostile_names.py (3.11+): a qualname, file and comm with controls,
@@ -86,12 +87,14 @@ $(diff <(tr ';' '\n' <"$b.$ext") <(tr ';' '\n' <"$TMP/$label.v1.$ext") | head -c
 
 	# Threads, aggregation flags and the weighted clocks, on a live target.
 	start_py "$label" "$PYDIR/offcpu_four.py" || { bad "$label: offcpu_four.py did not start"; finish; }
-	for tag in cpu-threads cpu-nolines offcpu-threads wall; do
+	for tag in cpu-threads cpu-nolines offcpu-threads wall wall-opcodes; do
+		local -a rec=()
 		clk=${tag%%-*} agg=()
 		[[ $tag == *-threads ]] && agg=(--threads)
 		[[ $tag == *-nolines ]] && agg=(--no-lines)
+		[[ $tag == *-opcodes ]] && rec=(--opcodes)
 		mapfile -t o < <(outs "$label" "$tag")
-		timeout 60 "$BPFPY" record --clock "$clk" "${agg[@]}" -p "$PY_PID" -d 1.5 "${o[@]}" 2>"$TMP/$label.$tag.err"
+		timeout 60 "$BPFPY" record --clock "$clk" "${agg[@]}" "${rec[@]}" -p "$PY_PID" -d 1.5 "${o[@]}" 2>"$TMP/$label.$tag.err"
 		rc=$?
 		[[ $rc == 0 ]] || { bad "$label $tag: record exited $rc: $(tail -n 2 "$TMP/$label.$tag.err")"; continue; }
 		if [[ $clk != cpu ]]; then
@@ -99,6 +102,13 @@ $(diff <(tr ';' '\n' <"$b.$ext") <(tr ';' '\n' <"$TMP/$label.v1.$ext") | head -c
 			n=$(grep -c '^#w [0-9]* [1-9]' "$TMP/$label.$tag.raw")
 			((n > 0)) && ok "$label $tag: $n off-CPU intervals with their weight (#w) in raw" ||
 				bad "$label $tag: no #w line in a --clock $clk raw file"
+		fi
+		if [[ $tag == *-opcodes ]]; then
+			# Instruction marks: kind 3 with their byte, index and
+			# columns in #def, the " (BASE)" of a name in #exact.
+			n=$(grep -c '^#def 3 0 [0-9]* 0 \[op ' "$TMP/$label.$tag.raw")
+			((n > 0)) && ok "$label $tag: $n instruction mark #def lines in raw" ||
+				bad "$label $tag: no instruction mark #def line in a --opcodes raw file"
 		fi
 		compare "$label" "$tag" "${agg[@]}"
 	done
