@@ -60,6 +60,9 @@ EXTRA_ROW_SCRIPTS = [
     # record --async's in-kernel extra per sample (paired runs), and the
     # stop of dump --async with 10,000 tasks (scripts/bench_async.py)
     ("scripts/bench_async.py", 600, ["--json"]),
+    # record --opcodes' in-kernel extra per sample, every interpreter
+    # (paired runs, scripts/bench_opcodes.py)
+    ("scripts/bench_opcodes.py", 900, ["--json"]),
     # issue 29: the specialized share under record --opcodes with and
     # without an in-process sys.monitoring tracer, the loop's throughput
     # under each, and trace's overhead once its probes are detached

@@ -23,7 +23,7 @@ import re
 import subprocess
 import sys
 import time
-from bench_stats import mean_ci
+from bench_stats import kernel_extra, mean_ci
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -52,14 +52,6 @@ def start(label, script):
     return p
 
 
-def kernel_us(pid, extra):
-    r = subprocess.run(["taskset", "-c", "1", BPFPY, "record", "-p", str(pid), "-F", "1000",
-                        "-d", str(DUR), "-o", OUT, "--force", "-f", "collapsed"] + extra,
-                       capture_output=True, text=True, timeout=60)
-    m = re.search(r"in-kernel cost ([0-9.]+) us/sample", r.stderr)
-    return float(m.group(1)) if m else None
-
-
 def row(goal, value, ci, target=None, limit=None, unit="us"):
     print(json.dumps({"goal": goal, "value": round(value, 3) if value is not None else None,
                       "ci95": round(ci, 3) if ci is not None else None,
@@ -70,16 +62,8 @@ def main():
     for label, (version, _, root, _) in sorted(targets().items()):
         p = start(label, os.path.join(PY, "async_gather.py"))
         try:
-            diffs, plain = [], []
-            for _ in range(PAIRS):
-                a = kernel_us(p.pid, [])
-                b = kernel_us(p.pid, ["--async"])
-                if a is not None and b is not None:
-                    diffs.append(b - a)
-                    plain.append(a)
-            if diffs:
-                m, ci = mean_ci(diffs)
-                pm, _ = mean_ci(plain)
+            m, ci, pm = kernel_extra(BPFPY, p.pid, ["--async"], PAIRS, DUR, OUT)
+            if m is not None:
                 row(f"record --async in-kernel extra per sample, {label} (plain {pm:.2f} us)",
                     m, ci, "<= 2", 2)
         finally:

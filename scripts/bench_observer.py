@@ -51,7 +51,9 @@ SHARE_S = 2 if QUICK else 4     # record --opcodes slot, seconds
 TRACE_S = 10 if QUICK else 14   # the trace run: >= 10 s, as issue 29 asks
 BASE_S = 3 if QUICK else 5      # baseline in the same run, seconds, warm-up included
 WARM_S = 1.0                    # first windows left out: the loop still quickens
-OP_LEAF = re.compile(r"\[op ([^\] (]+)(?: \(([^)]+)\))?\]$")
+# record --opcodes' instruction mark, right on the Python leaf frame: a
+# [gc] or off-CPU mark may follow it (docs/opcodes.md).
+OP_LEAF = re.compile(r"(?:^|;)\[op ([^\];(]+?)(?: \(([^);]+)\))?\](?:;|$)")
 
 
 def ratio_ci(a, ca, b, cb):

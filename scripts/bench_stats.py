@@ -1,6 +1,10 @@
 """The benches' one interval: a mean and the half-width of its 95%
-Student-t interval, shared so every row of `make bench` is computed alike."""
+Student-t interval, shared so every row of `make bench` is computed alike;
+and the one paired measure of what a record option adds to the in-kernel
+cost of a sample (kernel_extra)."""
 import math
+import re
+import subprocess
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
         10: 2.23, 15: 2.13, 20: 2.09, 30: 2.04}
@@ -19,3 +23,31 @@ def mean_ci(xs):
     df = len(xs) - 1
     t = T975.get(df) or T975[max(k for k in T975 if k <= df)]
     return m, t * sd / math.sqrt(len(xs))
+
+
+def kernel_us(bpfpy, pid, extra, dur, out):
+    """`bpfpy record -p PID -F 1000 -d DUR` pinned to CPU 1, with EXTRA
+    options, writing OUT: its summary's "in-kernel cost X us/sample"
+    (CNT_COST_NS / CNT_KEPT), or None."""
+    r = subprocess.run(["taskset", "-c", "1", bpfpy, "record", "-p", str(pid), "-F", "1000",
+                        "-d", str(dur), "-o", out, "--force", "-f", "collapsed"] + extra,
+                       capture_output=True, text=True, timeout=60 + dur)
+    m = re.search(r"in-kernel cost ([0-9.]+) us/sample", r.stderr)
+    return float(m.group(1)) if m else None
+
+
+def kernel_extra(bpfpy, pid, extra, pairs, dur, out):
+    """What EXTRA adds to the in-kernel cost of a sample of PID: PAIRS
+    pairs of kernel_us() runs, alternately without and with EXTRA, so that
+    a drift of the machine falls on both sides. Returns (mean of the
+    pairs' differences, its 95% half-width, mean of the plain runs); None
+    for what no pair gave."""
+    diffs, plain = [], []
+    for _ in range(pairs):
+        a = kernel_us(bpfpy, pid, [], dur, out)
+        b = kernel_us(bpfpy, pid, extra, dur, out)
+        if a is not None and b is not None:
+            diffs.append(b - a)
+            plain.append(a)
+    m, ci = mean_ci(diffs)
+    return m, ci, mean_ci(plain)[0]
