@@ -68,7 +68,7 @@ _bpfpy() {
 		-p|--pid) COMPREPLY=($(compgen -W "$(ls /proc | grep '^[0-9]')" -- "$cur")); return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '--all --async --async-mode --clock --cost-floor --duration --exception --force --format --gil --help --idle --keep --keep-bytes --kernel --max-depth --min-block-us --native --no-gc --no-lines --output --phases --pid --poisson --poisson-factor --quiet --rate --ringbuf-mb --rotate --source-root --subprocesses --threads --usage --verbose --window-stats -F -a -d -f -o -p -q -v' -- "$cur"))
+			COMPREPLY=($(compgen -W '--all --async --async-mode --clock --cost-floor --duration --exception --force --format --gil --help --idle --keep --keep-bytes --kernel --max-depth --min-block-us --native --no-gc --no-lines --opcodes --output --phases --pid --poisson --poisson-factor --quiet --rate --ringbuf-mb --rotate --source-root --subprocesses --threads --usage --verbose --window-stats -F -a -d -f -o -p -q -v' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 		fi
