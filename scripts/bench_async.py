@@ -16,14 +16,13 @@ EXTRA_ROW_SCRIPTS format).
 
 Usage: scripts/bench_async.py [--json] [--quick]
 """
-import json
 import math
 import os
 import re
 import subprocess
 import sys
 import time
-from bench_stats import kernel_extra, mean_ci
+from bench_stats import json_row as row, kernel_extra, mean_ci
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -50,12 +49,6 @@ def start(label, script):
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     p.stdout.readline()  # "ready"
     return p
-
-
-def row(goal, value, ci, target=None, limit=None, unit="us"):
-    print(json.dumps({"goal": goal, "value": round(value, 3) if value is not None else None,
-                      "ci95": round(ci, 3) if ci is not None else None,
-                      "target": target, "limit": limit, "unit": unit}), flush=True)
 
 
 def main():

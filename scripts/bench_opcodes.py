@@ -15,18 +15,17 @@ one JSON row per line (scripts/bench.py's EXTRA_ROW_SCRIPTS format).
 
 Usage: scripts/bench_opcodes.py [--json] [--quick]
 """
-import json
 import os
 import subprocess
 import sys
-from bench_stats import kernel_extra
+import tempfile
+from bench_stats import json_row as row, kernel_extra
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BPFPY = os.environ.get("BPFPY", os.path.join(ROOT, "build", "bpfpy"))
 PROG = os.path.join(ROOT, "tests", "integration", "py", "opcodes_add.py")
 QUICK = "--quick" in sys.argv
-OUT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "bpfpy-bench-opcodes.%d.txt" % os.getpid())
 PAIRS, DUR = (2, 2) if QUICK else (4, 3)
 
 
@@ -35,13 +34,7 @@ def labels():
     return [l.split("\t")[1] for l in out.splitlines() if l.count("\t") == 3]
 
 
-def row(goal, value, ci, target=None, limit=None, unit="us"):
-    print(json.dumps({"goal": goal, "value": round(value, 3) if value is not None else None,
-                      "ci95": round(ci, 3) if ci is not None else None,
-                      "target": target, "limit": limit, "unit": unit}), flush=True)
-
-
-def main():
+def main(out):
     for label in labels():
         # Long enough for every pair; killed after them.
         p = subprocess.Popen(["taskset", "-c", "0", os.path.join(HERE, "pyrun.sh"), label, PROG,
@@ -49,20 +42,17 @@ def main():
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             p.stdout.readline()  # "ready"
-            m, ci, pm = kernel_extra(BPFPY, p.pid, ["--opcodes"], PAIRS, DUR, OUT)
-            if m is not None:
-                row(f"record --opcodes in-kernel extra per sample, {label} (plain {pm:.2f} us)",
-                    m, ci, "<= 0.5", 0.5)
-            else:
-                row(f"record --opcodes in-kernel extra per sample, {label}", None, None,
-                    "n/a: no in-kernel cost in record's summary")
+            m, ci, pm = kernel_extra(BPFPY, p.pid, ["--opcodes"], PAIRS, DUR, out)
         finally:
             p.kill()
             p.wait()
+        if m is None:
+            row(f"record --opcodes in-kernel extra per sample, {label}", None, None,
+                "n/a: no in-kernel cost in record's summary")
+        else:
+            row(f"record --opcodes in-kernel extra per sample, {label} (plain {pm:.2f} us)",
+                m, ci, "<= 0.5", 0.5)
 
 
-try:
-    main()
-finally:
-    if os.path.exists(OUT):
-        os.unlink(OUT)
+with tempfile.TemporaryDirectory(prefix="bpfpy-bench-opcodes.") as d:
+    main(os.path.join(d, "out.folded"))

@@ -2,6 +2,7 @@
 Student-t interval, shared so every row of `make bench` is computed alike;
 and the one paired measure of what a record option adds to the in-kernel
 cost of a sample (kernel_extra)."""
+import json
 import math
 import re
 import subprocess
@@ -51,3 +52,10 @@ def kernel_extra(bpfpy, pid, extra, pairs, dur, out):
             plain.append(a)
     m, ci = mean_ci(diffs)
     return m, ci, mean_ci(plain)[0]
+
+
+def json_row(goal, value, ci, target=None, limit=None, unit="us"):
+    """One row of scripts/bench.py's EXTRA_ROW_SCRIPTS format, on stdout."""
+    print(json.dumps({"goal": goal, "value": round(value, 3) if value is not None else None,
+                      "ci95": round(ci, 3) if ci is not None else None,
+                      "target": target, "limit": limit, "unit": unit}), flush=True)
