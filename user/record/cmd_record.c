@@ -382,6 +382,46 @@ static void check_combinations(struct record_opts *o, struct argp_state *state)
 				  "--kernel, --phases)");
 }
 
+/* The options that only set a flag: where that flag is, or NULL. */
+static int *flag_of(struct record_opts *o, int key)
+{
+	switch (key) {
+	case OPT_POISSON:
+		return &o->poisson;
+	case OPT_GIL:
+		return &o->gil;
+	case OPT_IDLE:
+		return &o->idle;
+	case OPT_THREADS:
+		return &o->threads;
+	case OPT_NO_LINES:
+		return &o->no_lines;
+	case OPT_FORCE:
+		return &o->force;
+	case OPT_NATIVE:
+		return &o->native;
+	case OPT_KERNEL:
+		return &o->kernel;
+	case OPT_PHASES:
+		return &o->phases;
+	case OPT_COST_FLOOR:
+		return &o->cost_floor;
+	case OPT_ASYNC:
+		return &o->async;
+	case OPT_EXCEPTION:
+		return &o->exception;
+	case OPT_NO_GC:
+		return &o->no_gc;
+	case OPT_OPCODES:
+		return &o->opcodes;
+	case 'q':
+		return &o->quiet;
+	case 'v':
+		return &o->verbose;
+	}
+	return NULL;
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -392,17 +432,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if (o->rate_hz <= 0 || o->rate_hz > 1e6)
 			argp_error(state, "invalid rate '%s' (e.g. 997, 10k, 10khz)", arg);
 		break;
-	case OPT_POISSON:
-		o->poisson = 1;
-		break;
 	case OPT_POISSON_FACTOR:
 		o->poisson_factor = (unsigned)cli_long(state, arg, 2, 64, "--poisson-factor");
 		break;
 	case OPT_CLOCK:
 		parse_clock(o, arg, state);
-		break;
-	case OPT_GIL:
-		o->gil = 1;
 		break;
 	case OPT_MIN_BLOCK: {
 		char *end;
@@ -414,9 +448,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --min-block-us '%s' (0 to 3600000000)", arg);
 		break;
 	}
-	case OPT_IDLE:
-		o->idle = 1;
-		break;
 	case 'd':
 		o->duration = parse_seconds(arg);
 		if (o->duration <= 0)
@@ -432,15 +463,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if (!o->format)
 			argp_error(state, "unknown format '%s'", arg);
 		break;
-	case OPT_THREADS:
-		o->threads = 1;
-		break;
-	case OPT_NO_LINES:
-		o->no_lines = 1;
-		break;
-	case OPT_FORCE:
-		o->force = 1;
-		break;
 	case OPT_SOURCE_ROOT:
 		o->source_root = arg;
 		break;
@@ -450,42 +472,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_RINGBUF:
 		o->ringbuf_mb = (unsigned)cli_long(state, arg, 1, 1024, "--ringbuf-mb");
 		break;
-	case OPT_NATIVE:
-		o->native = 1;
-		break;
-	case OPT_KERNEL:
-		o->kernel = 1;
-		break;
-	case OPT_PHASES:
-		o->phases = 1;
-		break;
-	case OPT_COST_FLOOR:
-		o->cost_floor = 1;
-		break;
-	case OPT_ASYNC:
-		o->async = 1;
-		break;
-	case OPT_EXCEPTION:
-		o->exception = 1;
-		break;
-	case OPT_NO_GC:
-		o->no_gc = 1;
-		break;
-	case OPT_OPCODES:
-		o->opcodes = 1;
-		break;
 	case OPT_ASYNC_MODE:
 		if (!strcmp(arg, "all"))
 			o->async_all = 1;
 		else if (strcmp(arg, "running"))
 			argp_error(state, "--async-mode must be running or all");
 		o->async = 1;
-		break;
-	case 'q':
-		o->quiet = 1;
-		break;
-	case 'v':
-		o->verbose = 1;
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s' (a command to launch goes after --)",
@@ -499,7 +491,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		check_combinations(o, state);
 		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		if (!flag_of(o, key))
+			return ARGP_ERR_UNKNOWN;
+		*flag_of(o, key) = 1;
 	}
 	return 0;
 }
