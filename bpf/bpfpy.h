@@ -521,7 +521,7 @@ struct sample_buf {
 enum cost_phase {
 	PHASE_START = 0, /* program start to the sample: config lookup, thinning, task ids */
 	PHASE_FIND,	 /* the thread state: the process's slots, tstate_cache, search */
-	PHASE_WALK,	 /* the frames, and the GIL's two words */
+	PHASE_WALK,	 /* the frames, the GIL's two words, --opcodes' byte */
 	PHASE_NAME,	 /* code names: the filter, code_names, copies */
 	PHASE_NATIVE,	 /* native and kernel frames (--native, --kernel) */
 	PHASE_OUTPUT,	 /* the ring buffer */
