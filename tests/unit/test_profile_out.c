@@ -875,6 +875,15 @@ static void test_op_mark(void **state)
 	assert_int_equal(op.col, 32765);
 	assert_int_equal(op.endcol, 32765);
 	assert_int_equal(strlen(op.name), 63);
+	/* Cut at a character: 31 two-byte ones fit in 63 bytes, not 32. */
+	fr[0].name =
+	    "[op \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9]";
+	assert_int_equal(profile_add(p, &s), 0);
+	assert_int_equal(profile_op(p, p->stacks[3].frames[0], &op), 1);
+	assert_int_equal(strlen(op.name), 62);
 	profile_free(p);
 }
 

@@ -1114,10 +1114,14 @@ uint64_t profile_op_addr(int byte, int64_t index, int col, int endcol)
 	return a;
 }
 
-/* n bytes of s into out[64], cut. */
+/* n bytes of s into out[64], cut at a character (profile strings are
+ * UTF-8, and a name read back from a raw file can be anything). */
 static void op_copy(char *out, const char *s, size_t n)
 {
-	snprintf(out, 64, "%.*s", (int)(n < 63 ? n : 63), s);
+	if (n > 63)
+		for (n = 63; n && ((unsigned char)s[n] & 0xc0) == 0x80; n--)
+			;
+	snprintf(out, 64, "%.*s", (int)n, s);
 }
 
 int profile_op(const struct profile *p, uint32_t frame, struct prof_op *out)
