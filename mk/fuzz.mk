@@ -18,13 +18,13 @@ FUZZ_TARGETS := linetable debug_offsets elf rules walker raw
 # diag reports through the escaper and explains EACCES by our capabilities.
 FUZZ_DIAG := user/base/diag.c user/base/text_escape.c user/target/privilege.c user/target/proc.c
 fuzz_src_linetable := user/python/linetable.c
-fuzz_src_debug_offsets := user/python/py_offsets.c $(FUZZ_DIAG)
+fuzz_src_debug_offsets := user/python/py_offsets.c user/python/gen/opcodes.c $(FUZZ_DIAG)
 fuzz_src_elf := user/target/elf_file.c user/target/proc_root.c $(FUZZ_DIAG)
 fuzz_libs_elf := -lelf -lz
 fuzz_src_rules := user/oracle/rules.c $(FUZZ_DIAG)
 fuzz_src_raw := user/profile/raw_read.c user/profile/out_raw.c $(FUZZ_DIAG)
 fuzz_src_walker := user/python/stack_reader.c user/target/mem_reader.c user/python/code_cache.c user/python/pystr.c \
-	user/python/linetable.c user/python/py_offsets.c $(FUZZ_DIAG)
+	user/python/linetable.c user/python/py_offsets.c user/python/gen/opcodes.c $(FUZZ_DIAG)
 
 FUZZ_BINS := $(addprefix $(FUZZ_OUT)/fuzz_,$(FUZZ_TARGETS))
 

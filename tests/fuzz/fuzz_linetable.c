@@ -9,6 +9,8 @@
  * a malloc'd copy of a target's bytes object, sized by what the target
  * claimed.
  *
+ * linetable_cols gives the same line, with columns that are -1 or more.
+ *
  * And the property of a copy cut short (linetable_line_cut, truncated): a
  * prefix of the table either answers exactly what the whole table answers,
  * or says it cannot (LINETABLE_CUT, or -1), never another line. Byte 0's
@@ -44,6 +46,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A decoder answers a line or -1, never anything below. */
 	if (line < -1)
 		abort();
+	{
+		/* The columns: the same line, each column -1 or more, none
+		 * without a line. */
+		int col, end,
+		    cl = linetable_cols(versions[data[0] & 7], tab, len, first, instr, &col, &end);
+
+		if (cl != line || col < -1 || end < -1 || (cl < 0 && (col >= 0 || end >= 0)))
+			abort();
+	}
 	{
 		size_t cut = len * (size_t)(data[0] >> 3) / 31;
 		int part =

@@ -259,10 +259,13 @@ int linetable_cols(uint32_t version_hex, const uint8_t *tab, size_t len, int fir
 		   int instr_index, int *col, int *endcol)
 {
 	struct cols c = {-1, -1};
-	int line = -1;
+	int line;
 
-	if (py_linetable_format(version_hex) == PY_LINETABLE_PEP657)
-		line = pep657(tab, len, firstlineno, instr_index, &c);
+	if (py_linetable_format(version_hex) != PY_LINETABLE_PEP657) {
+		*col = *endcol = -1;
+		return linetable_line(version_hex, tab, len, firstlineno, instr_index);
+	}
+	line = pep657(tab, len, firstlineno, instr_index, &c);
 	*col = c.col;
 	*endcol = c.end;
 	return line == RAN_OUT ? -1 : line;
