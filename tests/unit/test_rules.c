@@ -73,8 +73,9 @@ struct stack {
 /*
  * Build a stack from "root ... leaf" items "name[@file][:line]"; a plain
  * name is in the case's own file (own), given under a directory as a
- * sampler would report it. "name*K" repeats a frame K times. "task=NAME"
- * is an async sampler's [task NAME] mark.
+ * sampler would report it; "name@=FILE" has FILE as it is, without one
+ * (a short path, as Tachyon's collapsed output gives). "name*K" repeats a
+ * frame K times. "task=NAME" is an async sampler's [task NAME] mark.
  */
 static void build(struct stack *s, const char *own, const char *spec)
 {
@@ -111,8 +112,11 @@ static void build(struct stack *s, const char *own, const char *spec)
 		for (k = 0; k < rep; k++) {
 			assert_true(n < MAXF);
 			snprintf(s->names[n], sizeof(s->names[n]), "%s", tok);
-			snprintf(s->files[n], sizeof(s->files[n]), "%s%s",
-				 at && strchr(at, '/') ? "" : "/opt/cases/", at ? at : own);
+			if (at && *at == '=')
+				snprintf(s->files[n], sizeof(s->files[n]), "%s", at + 1);
+			else
+				snprintf(s->files[n], sizeof(s->files[n]), "%s%s",
+					 at && strchr(at, '/') ? "" : "/opt/cases/", at ? at : own);
 			root[n].line = line;
 			root[n].task = 0;
 			n++;
@@ -177,37 +181,48 @@ static bool judge(struct rules *r, struct rules_state *st, const char *spec, int
 		}                                                                                  \
 	} while (0)
 
-static void test_all_shipped_rules_parse(void **state)
+/* Every NAME.rules of directory sub ("" or "realistic") parses and has its
+ * program beside it: how many there are. */
+static int shipped_rules(const char *sub)
 {
-	DIR *dir = opendir(snippets_dir);
+	char dname[PATH_MAX + 64];
 	struct dirent *e;
+	DIR *dir;
 	int n = 0;
 
-	(void)state;
+	snprintf(dname, sizeof(dname), "%s%s%s", snippets_dir, *sub ? "/" : "", sub);
+	dir = opendir(dname);
 	assert_non_null(dir);
 	while ((e = readdir(dir))) {
 		size_t len = strlen(e->d_name);
-		char path[PATH_MAX + 300], py[PATH_MAX + 300];
+		char path[2 * PATH_MAX], py[2 * PATH_MAX];
 		struct rules *r = NULL;
 		struct diag d = {0};
 
 		if (len < 7 || strcmp(e->d_name + len - 6, ".rules"))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", snippets_dir, e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dname, e->d_name);
 		if (rules_load(path, &r, &d)) {
 			print_error("%s\n", d.msg);
 			fail();
 		}
-		/* Every rules file has its snippet beside it. */
-		snprintf(py, sizeof(py), "%s/%.*s.py", snippets_dir, (int)(len - 6), e->d_name);
+		snprintf(py, sizeof(py), "%s/%.*s.py", dname, (int)(len - 6), e->d_name);
 		assert_int_equal(access(py, R_OK), 0);
 		assert_string_equal(strrchr(py, '/') + 1, rules_own_file(r));
 		rules_free(r);
 		n++;
 	}
 	closedir(dir);
-	/* The twelve cases of the original and our five. */
-	assert_true(n >= 17);
+	return n;
+}
+
+static void test_all_shipped_rules_parse(void **state)
+{
+	(void)state;
+	/* The twelve cases of the original and our five; the realistic suite's
+	 * ten programs, each with its rules. */
+	assert_true(shipped_rules("") >= 17);
+	assert_true(shipped_rules("realistic") >= 10);
 }
 
 static void test_flat_alternating(void **state)
@@ -416,6 +431,88 @@ static void test_files_and_globs(void **state)
 	rules_free(r);
 	rules_free(c);
 	rules_free(o);
+}
+
+/* The realistic suite (snippets/realistic/): a few real moments and the
+ * mix-ups its rules exist for, on the versions where frames differ. */
+static void test_realistic_rules(void **state)
+{
+	struct rules *j = load_case("realistic/json_codec");
+	struct rules *t = load_case("realistic/raytrace");
+	struct rules *d = load_case("realistic/records");
+	struct rules *w = load_case("realistic/worker_pool");
+	struct rules *c = load_case("c_call_leaves");
+	struct rules_state *st = rules_state_new();
+	const char *boot = "_bootstrap@threading.py _bootstrap_inner@threading.py run@threading.py";
+	char s[512];
+
+	(void)state;
+	assert_non_null(st);
+	POSSIBLE(j, NULL,
+		 "<module> main round_trip dumps@/usr/lib/python3.15/json/__init__.py "
+		 "encode@/usr/lib/python3.15/json/encoder.py "
+		 "iterencode@/usr/lib/python3.15/json/encoder.py to_wire:17",
+		 1, PY315);
+	IMPOSSIBLE(j, NULL,
+		   "<module> main round_trip dumps@/usr/lib/python3.15/json/__init__.py "
+		   "encode@/usr/lib/python3.15/json/encoder.py "
+		   "iterencode@/usr/lib/python3.15/json/encoder.py from_wire:23",
+		   1, PY315, "the decoder's hook under the encoder");
+	/* Tachyon's base names: an allow rule's json/__init__.py takes
+	 * __init__.py; the wrong hook still matches no allow rule. */
+	POSSIBLE(j, NULL,
+		 "<module> main round_trip dumps@=__init__.py encode@=encoder.py "
+		 "iterencode@=encoder.py to_wire@=json_codec.py:17",
+		 1, PY315);
+	IMPOSSIBLE(j, NULL,
+		   "<module> main round_trip dumps@=__init__.py encode@=encoder.py "
+		   "iterencode@=encoder.py from_wire@=json_codec.py:23",
+		   1, PY315, "matches no allow rule");
+	IMPOSSIBLE(j, NULL, "<module> main round_trip dumps@=decoder.py", 1, PY315,
+		   "matches no allow rule");
+	/* ... and a deny rule's glob of json's files takes no base name. */
+	POSSIBLE(c, NULL, "<module> main subst_leaf sub@=__init__.py", 1, PY312);
+
+	/* 3.13+'s class-call shim, alone or under Vector.__init__; never
+	 * before 3.13. */
+	POSSIBLE(t, NULL, "<module> main render __init__@__init__ __init__:13", 1, PY315);
+	POSSIBLE(t, NULL, "<module> main render trace shade normalized scale __init__@__init__", 1,
+		 PY315);
+	IMPOSSIBLE(t, NULL, "<module> main render __init__@__init__ __init__:13", 1, PY312,
+		   "the class-call shim frame before 3.13");
+	IMPOSSIBLE(t, NULL, "<module> main render trace shade intersect", 1, PY312,
+		   "intersect under shade");
+	/* Ray.__init__ (34-36) only under render; Vector's (12-15) anywhere
+	 * a Vector is built. */
+	IMPOSSIBLE(t, NULL, "<module> main render trace __init__:35 normalized", 1, PY38,
+		   "a Ray built outside render");
+
+	/* The dataclass __init__ (file <string>) and PEP 709. */
+	POSSIBLE(d, NULL, "<module> main build_items <listcomp> __init__@<string>:3", 1, PY311);
+	POSSIBLE(d, NULL, "<module> main build_items __init__@<string>:3", 1, PY312);
+	IMPOSSIBLE(d, NULL, "<module> main build_items <listcomp> __init__@<string>:3", 1, PY312,
+		   "inlined comprehension shown as a frame");
+	IMPOSSIBLE(d, NULL, "<module> main build_items __init__@<string>:3", 1, PY311,
+		   "comprehension frame missing");
+	IMPOSSIBLE(d, NULL, "<module> main summarise <genexpr> __init__@<string>:3", 1, PY311,
+		   "a record built outside build_items and main");
+
+	/* Threads keep their family: a worker seen, then the producer's
+	 * frames on the same thread. */
+	snprintf(s, sizeof(s), "%s worker checksum", boot);
+	POSSIBLE(w, st, s, 7, PY312);
+	POSSIBLE(w, st, "<module> main produce get@queue.py wait@threading.py", 1, PY312);
+	IMPOSSIBLE(w, st, "<module> main produce", 7, PY312, "family");
+	IMPOSSIBLE(w, NULL, "<module> main produce checksum", 1, PY312,
+		   "the producer checksumming");
+	snprintf(s, sizeof(s), "%s produce", boot);
+	IMPOSSIBLE(w, NULL, s, 9, PY312, "the producer in a worker thread");
+	rules_state_free(st);
+	rules_free(j);
+	rules_free(t);
+	rules_free(d);
+	rules_free(w);
+	rules_free(c);
 }
 
 static void test_expect_truth_and_no_rules(void **state)
@@ -687,6 +784,7 @@ int main(void)
 	    cmocka_unit_test(test_per_thread_families),
 	    cmocka_unit_test(test_inlined_comprehension_versions),
 	    cmocka_unit_test(test_files_and_globs),
+	    cmocka_unit_test(test_realistic_rules),
 	    cmocka_unit_test(test_expect_truth_and_no_rules),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_load_errors),

@@ -903,6 +903,28 @@ static bool file_unknown(const char *file)
 	return !file || !*file;
 }
 
+/*
+ * Whether a known file satisfies atom a's FILE glob. Normally the frame's
+ * last as many components as FILE has are compared. A sampler may send a
+ * short path: Tachyon's collapsed output has the base name only
+ * ("__init__.py" for json/__init__.py, "runners.py" for asyncio's). With
+ * fewer components than FILE, an allow rule compares the components the
+ * frame has with FILE's last ones (the rest is unknown: the benefit of the
+ * doubt, as for a frame without a file), and a deny rule, which must be
+ * shown, does not match: a glob of json's files would otherwise take any
+ * base name ending in .py.
+ */
+static bool file_match(const struct rule_atom *a, const char *file, enum rule_kind kind)
+{
+	int have = 1;
+
+	for (const char *s = file; *s; s++)
+		have += *s == '/';
+	if (have >= a->file_parts)
+		return !fnmatch(a->file, path_tail(file, a->file_parts), 0);
+	return kind == RULE_ALLOW && !fnmatch(path_tail(a->file, have), file, 0);
+}
+
 static bool is_own(const struct rules *r, const char *file)
 {
 	return file_unknown(file) || !strcmp(base_name(file), r->own);
@@ -958,7 +980,7 @@ static bool atom_match(const struct rules *r, const struct rule_atom *a, const s
 	if (!a->file) {
 		if (!is_own(r, file))
 			return false;
-	} else if (!file_unknown(file) && fnmatch(a->file, path_tail(file, a->file_parts), 0)) {
+	} else if (!file_unknown(file) && !file_match(a, file, kind)) {
 		return false;
 	}
 	if (!a->nlines)
