@@ -100,6 +100,10 @@ def f(x, fmt="%.2f"):
 def ci(x, c):
     return "-" if x is None else ("%.1f" % x if c is None else "%.1f±%.1f" % (x, c))
 
+def case_name(c):
+    # a program of snippets/realistic/ is named as LEADERBOARD_CASES names it
+    return ("realistic/" if "/realistic/" in (c.get("snippet") or "") else "") + c["name"]
+
 rows = []
 for r in runs:
     o = r.get("oracle")
@@ -112,7 +116,7 @@ for r in runs:
         for m in c["modes"]:
             for x in m["runs"]:
                 rows.append("| %s | %s %s | %g | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                    c["name"], h["python_label"], h["python_version"], h["rate_khz"],
+                    case_name(c), h["python_label"], h["python_version"], h["rate_khz"],
                     m["mode"] + (" (ref)" if m.get("reference") else ""), x["samples"],
                     f(x["errors_pct"]), f(x["impossible_pct"]),
                     "ref" if m.get("reference") else f(x["tvd_excess"], "%.3f"),
@@ -146,7 +150,7 @@ with open(mpath, "w") as out:
         o = r.get("oracle")
         for c in (o or {}).get("cases", []):
             for pc in c.get("consistency") or []:
-                pairs.append((c["name"], o["header"]["python_label"], o["header"]["rate_khz"], pc))
+                pairs.append((case_name(c), o["header"]["python_label"], o["header"]["rate_khz"], pc))
     out.write("\n## Consistency (modes sharing an unwinder)\n\n")
     bad = [x for x in pairs if x[3].get("agree") is False]
     out.write("%d pairs measured, %d DISAGREE.\n\n" % (len(pairs), len(bad)))
