@@ -49,10 +49,12 @@ FAULTS = {
     "gather_tree": [("fetch", "handle", {"render"}), ("serve", "handle", {"render"}),
                     ("_run@asyncio/events.py", "handle", {"render"})],
     "pipeline": [("summarise", "run", {"<genexpr>"}), ("batches", "only_levels", {"parse"})],
-    "ledger": [("amortize", "invoice_total", {"line_amount"}), ("invoice_total", "statement", {"money"})],
+    "ledger": [("amortize", "invoice_total", {"line_amount"}), ("invoice_total", "statement", {"money"}),
+               ("statement", "invoice_total", {"line_amount"})],
     "pickling": [("restore", "snapshot", {"__getstate__", "__reduce__"}),
                  ("snapshot", "restore", {"__setstate__", "make_money"})],
-    "formatting": [("render_table", "render_letter", {"substitute"}), ("legacy_line", "format_row", {"__format__"})],
+    "formatting": [("render_table", "render_letter", {"substitute"}), ("legacy_line", "format_row", {"__format__"}),
+                   ("format_row", "wrap_notes", {"fill"}), ("wrap_notes", "render_table", {"format_row"})],
 }
 
 
