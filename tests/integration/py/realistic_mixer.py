@@ -39,7 +39,7 @@ import time
 FAULTS = {
     "raytrace": [("shade", "trace", {"intersect", "point_at"}), ("render", "trace", {"shade", "intersect"})],
     "records": [("validate", "build_items", {"__init__"}), ("summarise", "build_items", {"__init__"}),
-                ("build_items", "summarise", {"value"})],
+                ("build_items", "summarise", {"<genexpr>"})],
     "json_codec": [
         ("iterencode@json/encoder.py", "raw_decode@json/decoder.py", {"from_wire"}),
         ("raw_decode@json/decoder.py", "iterencode@json/encoder.py", {"to_wire"}),
