@@ -10,7 +10,7 @@
 #
 # Environment:
 #   LEADERBOARD_DURATION  seconds per window (default 0.6: the full run in
-#                         about an hour on 2 CPUs; README "Leaderboard" has
+#                         about 75 minutes on 2 CPUs; README "Leaderboard" has
 #                         the precision that buys)
 #   LEADERBOARD_WARMUP    seconds before each window (default 0.2)
 #   LEADERBOARD_QUICK=1   a test run: 4 cases, 3 interpreters (the newest

@@ -6,7 +6,7 @@
 # where the offset is the day of the year (REALISTIC_OFFSET sets it), so
 # ten programs cover all nine interpreters in every run and every pair
 # over nine days; REALISTIC_ALL=1 runs every program on every interpreter
-# (about ten minutes).
+# (see below for how long).
 #
 # One oracle run per interpreter, its reference a sampler that mixes frames
 # up on purpose (tests/integration/py/realistic_mixer.py: real moments read
@@ -23,7 +23,9 @@
 #    with files) passes.
 # A program whose window was too thin to judge (the mixer changed no
 # stack, or a mode took none: a host so loaded that the pinned target
-# barely ran) is run once more alone. About 60-80 s on 2 idle CPUs.
+# barely ran) is run once more alone. About 80 s on the shared 2-CPU host
+# at load average 8-10 (2026-12-06; less on an idle one); REALISTIC_ALL=1
+# took 12 minutes there.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "skip: needs root (ptrace, BPF)"; exit 77; }
 use_bpfpy
