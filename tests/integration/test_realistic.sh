@@ -10,9 +10,11 @@
 #
 # One oracle run per interpreter, its reference a sampler that mixes frames
 # up on purpose (tests/integration/py/realistic_mixer.py: real moments read
-# with every thread stopped, `bpfpy dump`, half of those a fault applies to
-# given another moment's frames above one of their own, e.g. json's decoder
-# hook under the encoder), then ptrace and bpf. What it proves, per program:
+# with every thread stopped, `bpfpy dump`, at least 30 of them, sampling up
+# to 10 s past the window on a loaded host; half of those a fault applies
+# to given another moment's frames above one of their own, e.g. json's
+# decoder hook under the encoder), then ptrace and bpf. What it proves, per
+# program:
 #  - the rules hold for every real moment the blocking ptrace reference
 #    sees: 0 impossible;
 #  - bpf: at most 1% impossible (0 in every run seen; the margin is for a
@@ -60,7 +62,7 @@ run() {
 	for p in "$@"; do snip+=(--snippet "$dir/$p.py"); done
 	mkdir -p "$TMP/$tag"
 	timeout 300 "$BPFPY" oracle -q --python "$label" "${snip[@]}" \
-		--reference-mode "external:$CHECKPY $mixer --bpfpy $BPFPY --log-dir $TMP/$tag" \
+		--reference-mode "external:$CHECKPY $mixer --bpfpy $BPFPY --log-dir $TMP/$tag --min-stacks 30" \
 		--mode ptrace --mode bpf --duration 1 --warmup 0.3 --rate 1 --json "$TMP/$tag.json" \
 		>"$TMP/$tag.out" 2>"$TMP/$tag.err"
 }

@@ -2,7 +2,7 @@
 """A sampler that mixes frames of two moments up on purpose, for the
 realistic suite's rules (snippets/realistic/).
 
-    realistic_mixer.py --bpfpy BPFPY [--log-dir DIR] [--clean]
+    realistic_mixer.py --bpfpy BPFPY [--log-dir DIR] [--clean] [--min-stacks N]
         an external:CMD mode of bpfpy oracle (BPFPY_PID, BPFPY_DURATION)
     realistic_mixer.py --bpfpy BPFPY --shapes --pid PID [--seconds S] [--name PROG]
         the stacks it sees, collapsed with files (no fault): a look at a
@@ -21,6 +21,9 @@ from_wire under the encoder's iterencode). Every second stack a fault
 applies to is changed; the others are sent as read, so the rules are
 shown both to pass the real moments and to fail the mixed ones.
 
+--min-stacks N samples past the window until N stacks are read (at most
+MAX_EXTRA_S more: on a loaded host each dump takes long, and a window of a
+few stacks may hold nothing to mix); 'S late' says how long it sampled.
 --log-dir DIR gets PROGRAM.log: 'changed N stacks M errors E', what the
 oracle's impossible and stacks columns must read if the rules hold for
 every real moment and catch every graft. --clean sends every stack as read (a ptrace-like
@@ -117,9 +120,18 @@ def line(tid, stack):
         for n, f, l in stack))
 
 
-def sample(bpfpy, pid, seconds):
+# The oracle takes a late tool's stacks if it sampled at most its window
+# plus 30 s (bpfpy oracle --help, EXTERNAL PROTOCOL).
+MAX_EXTRA_S = 10.0
+
+
+def sample(bpfpy, pid, seconds, min_stacks=0):
     seen, t0 = [], time.monotonic()
-    while time.monotonic() - t0 < seconds:
+    while True:
+        t = time.monotonic() - t0
+        stacks = sum(1 for _, st in seen if not isinstance(st, str))
+        if t >= seconds and (stacks >= min_stacks or t >= seconds + MAX_EXTRA_S):
+            break
         try:
             seen.extend(dump(bpfpy, pid))
         except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
@@ -147,7 +159,8 @@ def main():
     pid = int(os.environ["BPFPY_PID"])
     own = program(pid)
     faults = [] if "--clean" in args else FAULTS.get(own, [])
-    seen, secs = sample(bpfpy, pid, float(os.environ.get("BPFPY_DURATION", "1")))
+    seen, secs = sample(bpfpy, pid, float(os.environ.get("BPFPY_DURATION", "1")),
+                        int(opt("--min-stacks", "0")))
     pool = [s for _, s in seen if not isinstance(s, str)]
     out, changed, eligible, errors = ["S late %.3f\n" % secs], 0, 0, 0
     for tid, s in seen:
