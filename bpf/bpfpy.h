@@ -170,6 +170,14 @@ struct coro_layout {
 
 #define TASK_SCAN_MAX 8	 /* current-tasks entries looked at (3.11-3.13) */
 #define TASK_NAME_RAW 64 /* bytes of the task's name object copied */
+/* The running task's first awaiter (task_awaiter() in bpf/task_walker.h):
+ * 3.14+ slots of an awaited_by set looked at (a table of 8 holds up to 4
+ * entries); 3.11-3.13 entries of fut_callbacks looked at after
+ * fut_callback0; the bytes of the callback's method name compared. */
+#define TASK_AW_SLOTS	  8
+#define TASK_AW_CALLBACKS 3
+#define TASK_WAKEUP_NAME  12
+#define TASK_AW_FRAMES	  4 /* links of the awaiter's coroutine chain recorded */
 struct async_config {
 	__u64 current_tasks;	   /* 3.11-3.13: the dict; 0 on 3.14+ */
 	__u16 tstate_running_task; /* 3.14+: _PyThreadStateImpl.asyncio_running_task */
@@ -181,7 +189,28 @@ struct async_config {
 	__u16 keys_nentries;	     /* dk_nentries */
 	__u16 keys_indices;	     /* dk_indices */
 	__u8 gen_owner;		     /* _PyInterpreterFrame.owner of a generator's frame */
-	__u8 pad[7];
+	__u8 pad[1];
+	/* Who awaits the running task. 3.14+ (task_awaited_by != 0): the
+	 * task's awaited_by, one task or (its is-set byte) a set of them;
+	 * a task's is_task byte is 1. */
+	__u16 task_awaited_by;
+	__u16 task_awaited_by_is_set;
+	__u16 task_is_task;
+	__u16 set_used, set_mask, set_table; /* PySetObject; entries (key, hash) */
+	/* 3.11-3.13 (task_callbacks != 0): an awaiting task registered its
+	 * task_wakeup, a built-in method whose self is the awaiter, as a done
+	 * callback of the task it awaits: fut_callback0, or a (callback,
+	 * context) tuple in the list fut_callbacks. */
+	__u16 task_callback0, task_callbacks;
+	__u16 list_size, list_items, tuple_items;
+	__u16 cfunc_ml, cfunc_self; /* PyCFunctionObject m_ml, m_self */
+	__u16 pad2;
+	/* PyMethodDef.ml_name (its first field) of task_wakeup, NUL padded. */
+	__u8 wakeup_name[TASK_WAKEUP_NAME];
+	__u16 ob_type; /* PyObject.ob_type */
+	__u8 pad3[2];
+	/* The awaiter's coroutine chain (coro_step()). */
+	struct coro_layout coro;
 };
 
 /* Per traced process. Keyed by host tgid in the BPF map proc_configs. */
@@ -401,6 +430,12 @@ struct sample_hdr {
 #define TASK_NAME_READ (1u << 1) /* name_raw holds the name object's first bytes */
 #define TASK_SCAN_CUT  (1u << 2) /* 3.11-3.13: more current tasks than TASK_SCAN_MAX */
 #define TASK_NOT_FOUND (1u << 3) /* 3.11-3.13: a loop runs a task, none of this thread's */
+/* task_rec.aw_flags: the first awaiter, read with the running task. */
+#define TASK_AW_READ	   (1u << 0) /* where awaiters are kept was read: awaiter 0 means none seen */
+#define TASK_AW_NAME_READ  (1u << 1) /* awaiter_name_raw holds its name object's first bytes */
+#define TASK_AW_CUT	   (1u << 2) /* more slots or callbacks than looked at: another may be lower */
+#define TASK_AW_NOT_TASK   (1u << 3) /* the lowest seen is no task (3.14+ is_task): dropped */
+#define TASK_AW_FRAMES_CUT (1u << 4) /* its chain went on past TASK_AW_FRAMES links */
 
 /*
  * The running task of the sampled thread, as the kernel read it at the
@@ -415,9 +450,24 @@ struct task_rec {
 	__u64 task;
 	__u64 coro;
 	__u16 frame_idx;
-	__u8 flags; /* TASK_* above */
-	__u8 pad[5];
+	__u8 flags;    /* TASK_* above */
+	__u8 aw_flags; /* TASK_AW_* above */
+	__u8 pad[4];
 	__u8 name_raw[TASK_NAME_RAW];
+	/* The task awaiting this one, read at the same sample: the lowest
+	 * address among those looked at (0: none seen), its coroutine, its
+	 * name object's first bytes; nawaiters the awaiters seen (3.14+: the
+	 * set's size when a set). Where it is suspended: aw_frames[0..
+	 * naw_frames), its own coroutine's frame first, then the coroutines
+	 * it awaits in turn (code, and instr as the instruction pointer's
+	 * byte offset from the code object; fingerprint 0). */
+	__u64 awaiter;
+	__u64 awaiter_coro;
+	__u32 nawaiters;
+	__u8 naw_frames;
+	__u8 pad2[3];
+	__u8 awaiter_name_raw[TASK_NAME_RAW];
+	struct frame_rec aw_frames[TASK_AW_FRAMES];
 };
 
 /* sample_hdr.native_flags */

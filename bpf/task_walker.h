@@ -10,7 +10,12 @@
  * it only in the asyncio module's dict {loop: task}: the thread's own task
  * is the one whose coroutine frame is among the generator frames the walk
  * just met (walk_state.gen_frame), which tells apart the loops of several
- * threads without knowing which loop is whose.
+ * threads without knowing which loop is whose. With it, task_awaiter():
+ * the first task awaiting it (3.14+: its awaited_by; 3.11-3.13: the
+ * awaiting task's task_wakeup among its done callbacks), that task's
+ * coroutine and name, and the coroutine frames where it is suspended, so
+ * that a task too short-lived for any graph user space reads still gets
+ * its awaiter as it was at the sample.
  *
  * coro_step(): one link of an await chain: a suspended coroutine's frame
  * and the object it awaits, if it awaits another coroutine.
@@ -23,106 +28,16 @@
 
 #include "frame_walker.h"
 
-/* task_capture() is a call of its own in BPF: inlined, its locals joined
- * the sample's frame, and the off-CPU program, whose stack is nearly all
- * used by the sample and the walk's callback, went past the 512 bytes the
- * verifier allows ("combined stack size of 2 calls"). */
+/* task_running() and task_awaiter() are calls of their own in BPF:
+ * inlined, their locals joined the sample's frame, and the off-CPU
+ * program, whose stack is nearly all used by the sample and the walk's
+ * callback, went past the 512 bytes the verifier allows ("combined stack
+ * size of 2 calls"). */
 #ifdef __VMLINUX_H__
 #define TASK_CALL static __noinline
 #else
 #define TASK_CALL static inline
 #endif
-
-/* The index in out[] of the frame at iframe if the walk met it among the
- * generator frames it remembers; 0xffff otherwise. */
-WALK_INLINE __u32 task_frame_index(const struct walk_state *w, __u64 iframe)
-{
-	const struct walk_scratch *s = w->scratch;
-	__u32 n = s->ngen < WALK_GEN ? s->ngen : WALK_GEN;
-
-	for (__u32 g = 0; g < WALK_GEN; g++)
-		if (g < n && iframe && s->gen_frame[g] == iframe)
-			return s->gen_idx[g] & 0xffff;
-	return 0xffff;
-}
-
-/* 3.11-3.13: the current-tasks dict's entry whose task runs on this
- * thread. Returns the task (its coroutine in *coro), or 0. */
-WALK_INLINE __u64 task_scan_current(WALK_READER_T *r, const struct async_config *a,
-				    const struct walk_state *w, __u64 *coro, __u8 *flags)
-{
-	__u64 keys = 0, nentries = 0, entries, task, c;
-	__u8 log2_index = 0;
-	__u32 n;
-
-	*coro = 0;
-	if (walk_read_ptr(r, a->current_tasks + a->dict_keys, &keys) || !keys)
-		return 0;
-	if (WALK_READ(r, &log2_index, sizeof(log2_index), keys + a->keys_log2_index_bytes) ||
-	    walk_read_ptr(r, keys + a->keys_nentries, &nentries))
-		return 0;
-	if (log2_index > 40)
-		return 0;
-	if (nentries > TASK_SCAN_MAX)
-		*flags |= TASK_SCAN_CUT;
-	n = nentries < TASK_SCAN_MAX ? (__u32)nentries : TASK_SCAN_MAX;
-	/* General keys (a loop is no str): (hash, key, value), 24 bytes. */
-	entries = keys + a->keys_indices + (1ULL << log2_index);
-	for (__u32 i = 0; i < TASK_SCAN_MAX; i++) {
-		if (i >= n)
-			break;
-		if (walk_read_ptr(r, entries + i * 24 + 16, &task) || !task)
-			continue;
-		if (walk_read_ptr(r, task + a->task_coro, &c) || !c)
-			continue;
-		if (task_frame_index(w, c + a->gen_iframe) != 0xffff) {
-			*coro = c;
-			return task;
-		}
-	}
-	if (n)
-		*flags |= TASK_NOT_FOUND;
-	return 0;
-}
-
-/*
- * The running task of the thread whose walk w just ended, into rec. rec
- * is left with task 0 when the thread runs none (or its task could not be
- * read: the counters say which). Returns 1 if a task was captured.
- */
-TASK_CALL int task_capture(WALK_READER_T *r, const struct proc_config *cfg,
-			   const struct walk_state *w, __u64 tstate, struct task_rec *rec)
-{
-	const struct async_config *a = &cfg->async;
-	__u64 task = 0, coro = 0, name = 0;
-	__u8 flags = 0;
-
-	rec->task = 0;
-	rec->coro = 0;
-	rec->frame_idx = 0xffff;
-	rec->flags = 0;
-	if (a->tstate_running_task) {
-		if (walk_read_ptr(r, tstate + a->tstate_running_task, &task))
-			task = 0;
-		if (task && walk_read_ptr(r, task + a->task_coro, &coro))
-			coro = 0;
-	} else if (a->current_tasks) {
-		task = task_scan_current(r, a, w, &coro, &flags);
-	}
-	rec->flags = flags;
-	if (!task)
-		return 0;
-	rec->task = task;
-	rec->coro = coro;
-	rec->frame_idx = (__u16)task_frame_index(w, coro ? coro + a->gen_iframe : 0);
-	if (rec->frame_idx != 0xffff)
-		flags |= TASK_AT_FRAME;
-	if (!walk_read_ptr(r, task + a->task_name, &name) && name &&
-	    !WALK_READ(r, rec->name_raw, TASK_NAME_RAW, name))
-		flags |= TASK_NAME_READ;
-	rec->flags = flags;
-	return 1;
-}
 
 struct coro_link {
 	__u64 code;   /* the frame's code object */
@@ -135,6 +50,8 @@ struct coro_link {
  * frame's fields up to the stack pointer (3.11-3.15: under 160). */
 #define CORO_BLOCK	256
 #define CORO_BLOCK_MASK (CORO_BLOCK - 1)
+_Static_assert(WALK_CBUF_SIZE >= CORO_BLOCK,
+	       "task_capture() reads a coroutine into the walk's cbuf");
 
 /*
  * The link of the coroutine (or generator) at gen from buf, CORO_BLOCK
@@ -199,6 +116,291 @@ WALK_INLINE int coro_step(WALK_READER_T *r, const struct coro_layout *L, __u16 o
 	slot = coro_parse(L, ob_type, gen, buf, type, link);
 	coro_awaits(r, L, slot, link);
 	return 0;
+}
+
+/* The index in out[] of the frame at iframe if the walk met it among the
+ * generator frames it remembers; 0xffff otherwise. */
+WALK_INLINE __u32 task_frame_index(const struct walk_state *w, __u64 iframe)
+{
+	const struct walk_scratch *s = w->scratch;
+	__u32 n = s->ngen < WALK_GEN ? s->ngen : WALK_GEN;
+
+	for (__u32 g = 0; g < WALK_GEN; g++)
+		if (g < n && iframe && s->gen_frame[g] == iframe)
+			return s->gen_idx[g] & 0xffff;
+	return 0xffff;
+}
+
+/* 3.11-3.13: the current-tasks dict's entry whose task runs on this
+ * thread. Returns the task (its coroutine in *coro), or 0. */
+WALK_INLINE __u64 task_scan_current(WALK_READER_T *r, const struct async_config *a,
+				    const struct walk_state *w, __u64 *coro, __u8 *flags)
+{
+	__u64 keys = 0, nentries = 0, entries, task, c;
+	__u8 log2_index = 0;
+	__u32 n;
+
+	*coro = 0;
+	if (walk_read_ptr(r, a->current_tasks + a->dict_keys, &keys) || !keys)
+		return 0;
+	if (WALK_READ(r, &log2_index, sizeof(log2_index), keys + a->keys_log2_index_bytes) ||
+	    walk_read_ptr(r, keys + a->keys_nentries, &nentries))
+		return 0;
+	if (log2_index > 40)
+		return 0;
+	if (nentries > TASK_SCAN_MAX)
+		*flags |= TASK_SCAN_CUT;
+	n = nentries < TASK_SCAN_MAX ? (__u32)nentries : TASK_SCAN_MAX;
+	/* General keys (a loop is no str): (hash, key, value), 24 bytes. */
+	entries = keys + a->keys_indices + (1ULL << log2_index);
+	for (__u32 i = 0; i < TASK_SCAN_MAX; i++) {
+		if (i >= n)
+			break;
+		if (walk_read_ptr(r, entries + i * 24 + 16, &task) || !task)
+			continue;
+		if (walk_read_ptr(r, task + a->task_coro, &c) || !c)
+			continue;
+		if (task_frame_index(w, c + a->gen_iframe) != 0xffff) {
+			*coro = c;
+			return task;
+		}
+	}
+	if (n)
+		*flags |= TASK_NOT_FOUND;
+	return 0;
+}
+
+/* A task's coroutine (unless *coro holds it already) and the first
+ * TASK_NAME_RAW bytes of its name object (name_raw); returns name_flag
+ * when the name was copied, else 0. */
+WALK_INLINE __u8 task_ident(WALK_READER_T *r, const struct async_config *a, __u64 task, __u64 *coro,
+			    __u8 *name_raw, __u8 name_flag)
+{
+	__u64 name = 0;
+
+	if (!*coro && walk_read_ptr(r, task + a->task_coro, coro))
+		*coro = 0;
+	if (!walk_read_ptr(r, task + a->task_name, &name) && name &&
+	    !WALK_READ(r, name_raw, TASK_NAME_RAW, name))
+		return name_flag;
+	return 0;
+}
+
+/* Count an awaiter seen, keeping the lowest address (the rule user space
+ * follows over the whole graph, docs/async.md). */
+WALK_INLINE void task_aw_take(struct task_rec *rec, __u64 awaiter)
+{
+	if (!awaiter)
+		return;
+	rec->nawaiters++;
+	if (!rec->awaiter || awaiter < rec->awaiter)
+		rec->awaiter = awaiter;
+}
+
+/* 3.11-3.13: the task whose task_wakeup a done callback cb is (the
+ * built-in method's self, when its method definition is named
+ * a->wakeup_name), or 0. got: TASK_WAKEUP_NAME bytes of scratch (off the
+ * BPF stack, which the off-CPU program has all but used). */
+WALK_INLINE __u64 task_wakeup_self(WALK_READER_T *r, const struct async_config *a, __u64 cb,
+				   __u8 *got)
+{
+	__u64 ml = 0, self = 0, name = 0;
+
+	if (!cb || walk_read_ptr(r, cb + a->cfunc_ml, &ml) || !ml ||
+	    walk_read_ptr(r, cb + a->cfunc_self, &self) || !self || walk_read_ptr(r, ml, &name) ||
+	    !name || WALK_READ(r, got, TASK_WAKEUP_NAME, name))
+		return 0;
+	for (__u32 i = 0; i < TASK_WAKEUP_NAME; i++) {
+		if (got[i] != a->wakeup_name[i])
+			return 0;
+		if (!got[i])
+			break;
+	}
+	return self;
+}
+
+/* 3.11-3.13: the awaiters among task's first 1 + TASK_AW_CALLBACKS done
+ * callbacks. */
+WALK_INLINE void task_aw_callbacks(WALK_READER_T *r, const struct async_config *a, __u64 task,
+				   __u8 *buf, struct task_rec *rec)
+{
+	__u64 cb = 0, list = 0, size = 0, items = 0, tup;
+
+	if (walk_read_ptr(r, task + a->task_callback0, &cb) ||
+	    walk_read_ptr(r, task + a->task_callbacks, &list))
+		return;
+	rec->aw_flags |= TASK_AW_READ;
+	task_aw_take(rec, task_wakeup_self(r, a, cb, buf));
+	if (!list || walk_read_ptr(r, list + a->list_size, &size) ||
+	    walk_read_ptr(r, list + a->list_items, &items) || !items)
+		return;
+	if (size > TASK_AW_CALLBACKS)
+		rec->aw_flags |= TASK_AW_CUT;
+	for (__u32 i = 0; i < TASK_AW_CALLBACKS; i++) {
+		if (i >= size)
+			break;
+		if (walk_read_ptr(r, items + i * 8, &tup) || !tup ||
+		    walk_read_ptr(r, tup + a->tuple_items, &cb))
+			continue;
+		task_aw_take(rec, task_wakeup_self(r, a, cb, buf));
+	}
+}
+
+/* 3.14+: the awaiters in task's awaited_by: one task, or the live entries
+ * among a set's first TASK_AW_SLOTS slots (a dummy, a removed entry,
+ * has hash -1). buf: 16 bytes of scratch. */
+WALK_INLINE void task_aw_awaited_by(WALK_READER_T *r, const struct async_config *a, __u64 task,
+				    __u8 *buf, struct task_rec *rec)
+{
+	__u64 ab = 0, used = 0, mask = 0, table = 0;
+	__u8 is_set = 0;
+
+	if (walk_read_ptr(r, task + a->task_awaited_by, &ab) ||
+	    WALK_READ(r, &is_set, sizeof(is_set), task + a->task_awaited_by_is_set))
+		return;
+	rec->aw_flags |= TASK_AW_READ;
+	if (!ab)
+		return;
+	if (!is_set) {
+		task_aw_take(rec, ab);
+		return;
+	}
+	if (walk_read_ptr(r, ab + a->set_used, &used) ||
+	    walk_read_ptr(r, ab + a->set_mask, &mask) ||
+	    walk_read_ptr(r, ab + a->set_table, &table) || !table)
+		return;
+	if (mask >= TASK_AW_SLOTS)
+		rec->aw_flags |= TASK_AW_CUT;
+	for (__u32 i = 0; i < TASK_AW_SLOTS; i++) {
+		if (i > mask)
+			break;
+		if (WALK_READ(r, buf, 16, table + i * 16) || (__s64)walk_u64(buf, 8, 15) == -1)
+			continue;
+		task_aw_take(rec, walk_u64(buf, 0, 15));
+	}
+	/* The set's own count: those past the slots looked at too. */
+	if (used > rec->nawaiters)
+		rec->nawaiters = used > 0xffffffffu ? 0xffffffffu : (__u32)used;
+}
+
+/*
+ * Where the awaiter is suspended: its coroutine's frame, then each
+ * coroutine it awaits in turn while the awaited object is a coroutine of
+ * the same type (an await through helper coroutines; a Task, a Future or
+ * a gather's future ends it, and so does the running task itself, which
+ * is not read). buf: CORO_BLOCK + 8 bytes of scratch.
+ */
+WALK_INLINE void task_aw_frames(WALK_READER_T *r, const struct async_config *a, __u8 *buf,
+				struct task_rec *rec)
+{
+	__u64 gen = rec->awaiter_coro, type0 = 0, type = 0;
+	struct coro_link l;
+
+	for (__u32 i = 0; i < TASK_AW_FRAMES; i++) {
+		if (coro_step(r, &a->coro, a->ob_type, gen, buf, &type, &l) || !l.code ||
+		    (i && type != type0))
+			return;
+		type0 = type;
+		rec->aw_frames[i].code = l.code;
+		rec->aw_frames[i].instr = (__s32)(l.instr - l.code);
+		rec->aw_frames[i].fingerprint = 0;
+		rec->naw_frames = (__u8)(i + 1);
+		if (!l.awaits || l.awaits == gen || l.awaits == rec->task)
+			return;
+		gen = l.awaits;
+	}
+	rec->aw_flags |= TASK_AW_FRAMES_CUT;
+}
+
+/*
+ * The first task awaiting task, into rec: its address, coroutine, name
+ * bytes and frames. The lowest address among the awaiters looked at, as
+ * user space picks among all (docs/async.md); TASK_AW_CUT when some were
+ * not looked at. A bounded number of reads, each allowed to fail. buf:
+ * CORO_BLOCK + 8 bytes of scratch.
+ */
+TASK_CALL void task_awaiter(WALK_READER_T *r, const struct async_config *a, __u64 task, __u8 *buf,
+			    struct task_rec *rec)
+{
+	__u8 is_task = 0;
+
+	rec->awaiter = 0;
+	rec->awaiter_coro = 0;
+	rec->nawaiters = 0;
+	rec->naw_frames = 0;
+	if (a->task_awaited_by)
+		task_aw_awaited_by(r, a, task, buf, rec);
+	else if (a->task_callbacks)
+		task_aw_callbacks(r, a, task, buf, rec);
+	if (!rec->awaiter)
+		return;
+	if (a->task_awaited_by &&
+	    (WALK_READ(r, &is_task, sizeof(is_task), rec->awaiter + a->task_is_task) ||
+	     is_task != 1)) {
+		rec->aw_flags |= TASK_AW_NOT_TASK;
+		rec->awaiter = 0;
+		return;
+	}
+	rec->aw_flags |= task_ident(r, a, rec->awaiter, &rec->awaiter_coro, rec->awaiter_name_raw,
+				    TASK_AW_NAME_READ);
+	if (rec->awaiter_coro)
+		task_aw_frames(r, a, buf, rec);
+}
+
+/*
+ * The running task of the thread whose walk w just ended, into rec. rec
+ * is left with task 0 when the thread runs none (or its task could not be
+ * read: the counters say which). Returns 1 if a task was captured.
+ */
+TASK_CALL int task_running(WALK_READER_T *r, const struct proc_config *cfg,
+			   const struct walk_state *w, __u64 tstate, struct task_rec *rec)
+{
+	const struct async_config *a = &cfg->async;
+	__u64 task = 0, coro = 0;
+	__u8 flags = 0;
+
+	rec->task = 0;
+	rec->coro = 0;
+	rec->frame_idx = 0xffff;
+	rec->flags = 0;
+	rec->aw_flags = 0;
+	rec->awaiter = 0;
+	rec->awaiter_coro = 0;
+	rec->nawaiters = 0;
+	rec->naw_frames = 0;
+	if (a->tstate_running_task) {
+		if (walk_read_ptr(r, tstate + a->tstate_running_task, &task))
+			task = 0;
+	} else if (a->current_tasks) {
+		task = task_scan_current(r, a, w, &coro, &flags);
+	}
+	rec->flags = flags;
+	if (!task)
+		return 0;
+	rec->coro = coro; /* 3.11-3.13: the scan read it */
+	flags |= task_ident(r, a, task, &rec->coro, rec->name_raw, TASK_NAME_READ);
+	rec->task = task;
+	rec->frame_idx = (__u16)task_frame_index(w, rec->coro ? rec->coro + a->gen_iframe : 0);
+	if (rec->frame_idx != 0xffff)
+		flags |= TASK_AT_FRAME;
+	rec->flags = flags;
+	return 1;
+}
+
+/*
+ * The running task of the thread whose walk w just ended and its first
+ * awaiter, into rec (task_running, task_awaiter). Two calls one after the
+ * other, not one in the other: the BPF stack of the deepest chain of
+ * calls is what the verifier bounds.
+ */
+WALK_INLINE int task_capture(WALK_READER_T *r, const struct proc_config *cfg,
+			     const struct walk_state *w, __u64 tstate, struct task_rec *rec)
+{
+	if (!task_running(r, cfg, w, tstate, rec))
+		return 0;
+	/* The walk's code buffer is free by now (the frames are named). */
+	task_awaiter(r, &cfg->async, rec->task, w->scratch->cbuf, rec);
+	return 1;
 }
 
 #endif /* TASK_WALKER_H */

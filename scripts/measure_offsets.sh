@@ -38,7 +38,7 @@ for dir in "$PYENV"/3.*; do
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
 	for s in _err_stackitem PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
 		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject \
-		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject PyFloatObject PyCellObject; do
+		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject PyCFunctionObject PyFloatObject PyCellObject; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
 	done
 	# asyncio's TaskObj lives in the _asyncio extension's DWARF (3.11-3.13).
@@ -268,7 +268,10 @@ else:
     put("gc_collecting", off(IS, "gc.collecting"))
 # asyncio (struct py_async, "async." keys), 3.11-3.13: what py_offsets.c
 # tabulates, and the fixed offsets py_asyncio.c uses (TaskObj's first
-# callback, a bound method's self, a weakref's referent, lists and sets).
+# callback, a bound method's self, a weakref's referent, lists and sets),
+# and what the kernel reads for a task's first awaiter (bpf/task_walker.h:
+# the list of further callbacks, the built-in method task_wakeup's
+# definition and self).
 if (3, 11) <= ver <= (3, 13) and "TaskObj" in structs:
     put("async.task_size", size("TaskObj"))
     put("async.task_state", off("TaskObj", "task_state"))
@@ -286,6 +289,9 @@ if (3, 11) <= ver <= (3, 13) and "TaskObj" in structs:
     put("async.list_items", off("PyListObject", "ob_item"))
     put("async.weakref_object", off("_PyWeakReference", "wr_object"))
     put("async.method_self", off("PyMethodObject", "im_self"))
+    put("async.task_callbacks", off("TaskObj", "task_callbacks"))
+    put("async.cfunc_ml", off("PyCFunctionObject", "m_ml"))
+    put("async.cfunc_self", off("PyCFunctionObject", "m_self"))
 print("\n".join(out))
 EOF
 done

@@ -8,10 +8,14 @@
 # What it proves, per interpreter and case:
 #  - the reference and bpf-async compose task chains ('[task hot]' over
 #    hot_leaf, '[task Task-1]' at the root; asyncio's child chains two tasks
-#    deep) and the case's task rules find none of them impossible: 0 for the
-#    reference (every thread stopped, the graph read in the stop), at most
-#    2% for bpf-async (generous: its awaiters come from a graph read while
-#    the target runs; 0 in every run seen);
+#    deep: child > parent > Task-1) and the case's task rules find none of
+#    them impossible: 0 for the reference (every thread stopped, the graph
+#    read in the stop), at most 2% for bpf-async (generous: the running
+#    task's first awaiter is read in the kernel at the sample, those above
+#    it come from a graph read while the target runs; 0 in every run seen
+#    on 3.11-3.15 since the kernel reads the first awaiter: asyncio's child
+#    tasks live under a millisecond, and before it 66-78% of their chains
+#    lacked their parent);
 #  - bpf-async's distribution is the reference's: tvd_excess <= 0.25 on
 #    async_running_task (0.00-0.04 seen at 0.5 s; generous for a loaded
 #    host; asyncio's child tasks are named anew each time, Task-N, so its
@@ -67,14 +71,11 @@ for c in j["cases"]:
         if not n:
             fail("%s %s: no stack" % (c["name"], name)); continue
         if name == "bpf-async" and c["name"] == "asyncio":
-            cut = [k for k in r["impossible_stacks"] if k.count("[task ") != 1 or
-                   not k.endswith("[task Task-N]")]
-            if cut:
-                fail("asyncio bpf-async: impossible stacks other than chains without "
-                     "awaiters: %s" % cut[:2])
-            print("ok: %s asyncio bpf-async: %d of %d stacks are chains without awaiters, "
-                  "none mixed up" % (label, r["impossible"], r["stacks"]))
-        elif name in ("ptrace-async", "bpf-async") and imp > (0 if name == "ptrace-async" else 2):
+            lone = sum(v for k, v in r["impossible_stacks"].items()
+                       if k.startswith("child") and k.count("[task ") == 1)
+            print("ok: %s asyncio bpf-async: %d of %d stacks are a child's chain without "
+                  "its parent" % (label, lone, r["stacks"]))
+        if name in ("ptrace-async", "bpf-async") and imp > (0 if name == "ptrace-async" else 2):
             fail("%s %s: %.2f%% impossible: %s" % (c["name"], name, imp,
                  sorted(r["impossible_stacks"].items(), key=lambda x: -x[1])[:2]))
         if c["name"] == "async_running_task":
@@ -88,7 +89,7 @@ for c in j["cases"]:
         elif name in ("ptrace-async", "bpf-async"):
             deep = sum(v for k, v in d.items() if k.startswith("child_work") and
                        k.count("[task ") == 3 and ";parent:" in k)
-            if name == "ptrace-async" and not deep:
+            if not deep:
                 fail("asyncio %s: no child_work chain child > parent > Task-1" % name)
         print("ok: %s %s %s: %d stacks, %.2f%% impossible" % (label, c["name"], name,
               r["stacks"], imp))

@@ -152,6 +152,9 @@ static const struct key keys[] = {
     KX(async.list_items),
     KX(async.weakref_object),
     KX(async.method_self),
+    KX(async.task_callbacks),
+    KX(async.cfunc_ml),
+    KX(async.cfunc_self),
     KX(obj.values_capacity),
     KX(obj.values_valid),
     KX(obj.values_items),
@@ -780,6 +783,10 @@ static void test_async_offsets(void **state)
 		assert_true(a->coro.ref_mask == ~3ULL);
 		assert_true(a->coro.gen_iframe >= 48 && a->coro.gen_iframe < 128);
 		assert_true(a->set_table && a->set_mask && a->list_items);
+		/* The kernel's first awaiter: awaited_by and its set's size
+		 * (PySetObject.used, measured live on both: 24). */
+		assert_int_equal(a->set_used, 24);
+		assert_int_equal(a->task_callbacks, 0);
 	}
 
 	/* <= 3.10: refused with a usage error naming the version. */

@@ -1120,6 +1120,20 @@ static uint8_t tasks_b[0x4000];
 #define TDICT	 (TASKS + 0x0ull)
 #define TKEYS	 (TASKS + 0x100ull)
 #define TSLOT_RT 0x1800 /* a running-task field inside the thread state */
+/* Objects around tasks: done callbacks (built-in methods), their method
+ * definitions and names, lists, tuples, sets, coroutines. */
+#define AUX	  0x580000ull
+#define CB(i)	  (AUX + (uint64_t)(i)*0x40ull) /* i < 16 */
+#define MDEF(i)	  (AUX + 0x400ull + (uint64_t)(i)*0x10ull)
+#define MNAME(i)  (AUX + 0x480ull + (uint64_t)(i)*0x20ull)
+#define CBLIST	  (AUX + 0x500ull)
+#define CBITEMS	  (AUX + 0x580ull)
+#define TUP(i)	  (AUX + 0x600ull + (uint64_t)(i)*0x40ull) /* i < 8 */
+#define AWSET	  (AUX + 0x800ull)
+#define AWTABLE	  (AUX + 0x900ull)
+#define CORO(i)	  (AUX + 0x1000ull + (uint64_t)(i)*0x200ull) /* i < 20 */
+#define CORO_TYPE 0x9c0000ull
+static uint8_t aux_b[0x4000];
 
 /*
  * Thread 0 of a 3.12 image with 4 frames (+ the entry shim), frame
@@ -1150,6 +1164,18 @@ static void build_async(struct image *im, int gen_at, int gen_task, int ntasks, 
 	a->keys_log2_index_bytes = x.obj.keys_index_bytes;
 	a->keys_nentries = x.obj.keys_nentries;
 	a->keys_indices = x.obj.keys_indices;
+	/* The first awaiter, 3.11-3.13's way (test_async_awaiter_* below). */
+	a->task_callback0 = x.async.task_callback0;
+	a->task_callbacks = x.async.task_callbacks;
+	a->list_size = x.async.list_size;
+	a->list_items = x.async.list_items;
+	a->tuple_items = x.obj.tuple_items;
+	a->cfunc_ml = x.async.cfunc_ml;
+	a->cfunc_self = x.async.cfunc_self;
+	memcpy(a->wakeup_name, x.async.wakeup_name, sizeof(a->wakeup_name));
+	a->ob_type = o->ob_type;
+	a->coro = x.async.coro;
+	memset(aux_b, 0, sizeof(aux_b));
 	frame_b[gen_at * 0x200 + o->frame_owner] = 1;
 	put64(tasks_b, x.obj.dict_keys, TKEYS);
 	tasks_b[0x100 + x.obj.keys_index_bytes] = 3; /* 8 bytes of indices */
@@ -1168,11 +1194,12 @@ static void build_async(struct image *im, int gen_at, int gen_task, int ntasks, 
 	im->regions[7] = (struct mem_region){STRS, strs_b, sizeof(strs_b)};
 	im->regions[0] = (struct mem_region){RUNTIME, runtime_b, sizeof(runtime_b)};
 	{
-		static struct mem_region regs[9];
+		static struct mem_region regs[10];
 
 		memcpy(regs, im->regions, sizeof(im->regions));
 		regs[8] = (struct mem_region){TASKS, tasks_b, sizeof(tasks_b)};
-		mem_reader_init_image(&im->r, regs, 9);
+		regs[9] = (struct mem_region){AUX, aux_b, sizeof(aux_b)};
+		mem_reader_init_image(&im->r, regs, 10);
 	}
 }
 
@@ -1274,6 +1301,218 @@ static void test_async_running_task_tstate(void **state)
 	put64(tstate_b[0], TSLOT_RT, 0);
 	tr = task_of(tick(&im, 0, 1));
 	assert_int_equal(tr->task, 0);
+}
+
+static void aux64(uint64_t addr, uint64_t v)
+{
+	put64(aux_b, addr - AUX, v);
+}
+
+/* Method definition i named name, and a built-in method of it at CB(cb)
+ * whose self is self. */
+static void put_cfunc(const struct async_config *a, int cb, int def, const char *name,
+		      uint64_t self)
+{
+	memcpy(aux_b + (MNAME(def) - AUX), name, strlen(name) + 1);
+	aux64(MDEF(def), MNAME(def));
+	aux64(CB(cb) + a->cfunc_ml, MDEF(def));
+	aux64(CB(cb) + a->cfunc_self, self);
+}
+
+/* Coroutine i: its frame runs code (an image code object) suspended in an
+ * await of awaits (3.12's stack model: a count of slots). */
+static void put_coro(const struct async_config *a, int i, uint64_t code, uint64_t awaits)
+{
+	const struct coro_layout *L = &a->coro;
+	uint64_t c = CORO(i);
+
+	aux64(c + a->ob_type, CORO_TYPE);
+	aux_b[c - AUX + L->gen_frame_state] = (uint8_t)L->state_awaiting;
+	aux64(c + L->gen_iframe + L->frame_code, code);
+	aux64(c + L->gen_iframe + L->frame_instr, code + 0x60);
+	put32(aux_b, c - AUX + L->gen_iframe + L->frame_stack, 3);
+	aux64(c + L->gen_iframe + L->frame_localsplus + (3 - (uint64_t)L->await_slot) * 8, awaits);
+}
+
+/* Task i's coroutine and name (str slot). */
+static void put_task(const struct async_config *a, int i, uint64_t coro, int name_slot)
+{
+	put64(tasks_b, TASK(i) - TASKS + a->task_coro, coro);
+	put64(tasks_b, TASK(i) - TASKS + a->task_name, STR(name_slot));
+}
+
+/*
+ * 3.11-3.13: the running task's awaiter is the self of its task_wakeup
+ * done callback, fut_callback0 or one in fut_callbacks (the lowest of
+ * those looked at), read at the sample with its coroutine, its name and
+ * the coroutine frames where it is suspended (an await through a helper
+ * coroutine, 2 frames, outermost first). Hostile: other callbacks, a
+ * name that only starts like task_wakeup, definitions to nowhere.
+ */
+static void test_async_awaiter_callbacks(void **state)
+{
+	struct image im;
+	const struct task_rec *tr;
+	struct async_config *a = &im.cfg.async;
+
+	(void)state;
+	build_async(&im, 1, 1, 3, 3);
+	put_str(&im.cfg.off, 2, "worker-2", PY_STR_ASCII_VALUE);
+	put_task(a, 5, CORO(5), 2);
+	put_coro(a, 5, CODE(7), CORO(6)); /* worker awaits a helper coroutine */
+	put_coro(a, 6, CODE(8), TASK(1)); /* which awaits the running task */
+	put_cfunc(a, 0, 0, "task_wakeup", TASK(5));
+	put64(tasks_b, TASK(1) - TASKS + a->task_callback0, CB(0));
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->task, TASK(1));
+	assert_int_equal(tr->awaiter, TASK(5));
+	assert_int_equal(tr->awaiter_coro, CORO(5));
+	assert_int_equal(tr->nawaiters, 1);
+	assert_int_equal(tr->aw_flags, TASK_AW_READ | TASK_AW_NAME_READ);
+	assert_memory_equal(tr->awaiter_name_raw + im.cfg.off.ascii_data_off, "worker-2", 8);
+	assert_int_equal(tr->naw_frames, 2);
+	assert_int_equal(tr->aw_frames[0].code, CODE(7));
+	assert_int_equal(tr->aw_frames[0].instr, 0x60);
+	assert_int_equal(tr->aw_frames[1].code, CODE(8));
+
+	/* A second awaiter at a lower address in fut_callbacks (a list of
+	 * (callback, context) tuples), after a callback that is no
+	 * task_wakeup: the lower taken, both counted. */
+	put_task(a, 4, CORO(4), 2);
+	put_coro(a, 4, CODE(9), TASK(1));
+	put_cfunc(a, 1, 1, "_on_task_done", TASK(2));
+	put_cfunc(a, 2, 0, "task_wakeup", TASK(4));
+	aux64(CBLIST + a->list_size, 2);
+	aux64(CBLIST + a->list_items, CBITEMS);
+	aux64(CBITEMS, TUP(0));
+	aux64(CBITEMS + 8, TUP(1));
+	aux64(TUP(0) + a->tuple_items, CB(1));
+	aux64(TUP(1) + a->tuple_items, CB(2));
+	put64(tasks_b, TASK(1) - TASKS + a->task_callbacks, CBLIST);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, TASK(4));
+	assert_int_equal(tr->nawaiters, 2);
+	assert_int_equal(tr->naw_frames, 1);
+	assert_int_equal(tr->aw_frames[0].code, CODE(9));
+	assert_false(tr->aw_flags & TASK_AW_CUT);
+	/* A list longer than looked at: the lowest of those seen, flagged. */
+	aux64(CBLIST + a->list_size, 1000000);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, TASK(4));
+	assert_true(tr->aw_flags & TASK_AW_CUT);
+
+	/* No task_wakeup at all: a name that only starts like it, a method
+	 * definition to nowhere, a callback to nowhere. None, but read. */
+	put64(tasks_b, TASK(1) - TASKS + a->task_callbacks, 0);
+	put_cfunc(a, 0, 0, "task_wakeupX", TASK(5));
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, 0);
+	assert_int_equal(tr->aw_flags, TASK_AW_READ);
+	assert_int_equal(tr->naw_frames, 0);
+	aux64(CB(0) + a->cfunc_ml, 0xdead0000ull);
+	assert_int_equal(task_of(tick(&im, 0, 1))->awaiter, 0);
+	put64(tasks_b, TASK(1) - TASKS + a->task_callback0, 0xdead0000ull);
+	assert_int_equal(task_of(tick(&im, 0, 1))->awaiter, 0);
+}
+
+/*
+ * 3.14+: awaited_by holds the awaiter, or a set of them: the lowest of
+ * the live entries among the first TASK_AW_SLOTS slots (a dummy has hash
+ * -1), the set's size as the count; a set larger than looked at is
+ * flagged; an awaiter whose is_task byte is not 1 is dropped. Its chain:
+ * a coroutine awaiting itself ends it, and more than TASK_AW_FRAMES
+ * links cut it.
+ */
+static void test_async_awaiter_awaited_by(void **state)
+{
+	struct image im;
+	const struct task_rec *tr;
+	struct async_config *a = &im.cfg.async;
+
+	(void)state;
+	build_async(&im, 1, 1, 3, 3);
+	/* Fields of a task of this image used as 3.14's. */
+	a->task_callbacks = 0;
+	a->task_awaited_by = 0x20;
+	a->task_awaited_by_is_set = 0x2c;
+	a->task_is_task = 0x2d;
+	a->set_used = 24;
+	a->set_mask = 32;
+	a->set_table = 40;
+	put_str(&im.cfg.off, 2, "parent", PY_STR_ASCII_VALUE);
+	for (int i = 4; i <= 7; i++) {
+		put_task(a, i, CORO(i), 2);
+		tasks_b[TASK(i) - TASKS + a->task_is_task] = 1;
+		put_coro(a, i, CODE(i), TASK(1));
+	}
+	put64(tasks_b, TASK(1) - TASKS + a->task_awaited_by, TASK(6));
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, TASK(6));
+	assert_int_equal(tr->nawaiters, 1);
+	assert_int_equal(tr->aw_flags, TASK_AW_READ | TASK_AW_NAME_READ);
+	assert_int_equal(tr->naw_frames, 1);
+	assert_int_equal(tr->aw_frames[0].code, CODE(6));
+
+	/* A set of 3 (table of 8): a dummy at a lower address, skipped. */
+	put64(tasks_b, TASK(1) - TASKS + a->task_awaited_by, AWSET);
+	tasks_b[TASK(1) - TASKS + a->task_awaited_by_is_set] = 1;
+	aux64(AWSET + a->set_used, 3);
+	aux64(AWSET + a->set_mask, 7);
+	aux64(AWSET + a->set_table, AWTABLE);
+	aux64(AWTABLE + 1 * 16, TASK(6));
+	aux64(AWTABLE + 1 * 16 + 8, 1234);
+	aux64(AWTABLE + 3 * 16, TASK(2)); /* a dummy */
+	aux64(AWTABLE + 3 * 16 + 8, (uint64_t)-1);
+	aux64(AWTABLE + 4 * 16, TASK(5));
+	aux64(AWTABLE + 4 * 16 + 8, 99);
+	aux64(AWTABLE + 7 * 16, TASK(7));
+	aux64(AWTABLE + 7 * 16 + 8, 5);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, TASK(5));
+	assert_int_equal(tr->nawaiters, 3);
+	assert_false(tr->aw_flags & TASK_AW_CUT);
+	/* A million awaiters: the first slots only, the set's own count. */
+	aux64(AWSET + a->set_used, 1000000);
+	aux64(AWSET + a->set_mask, (1u << 21) - 1);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, TASK(5));
+	assert_int_equal(tr->nawaiters, 1000000);
+	assert_true(tr->aw_flags & TASK_AW_CUT);
+	/* The lowest is no task: dropped, and said so. */
+	tasks_b[TASK(5) - TASKS + a->task_is_task] = 0;
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, 0);
+	assert_true(tr->aw_flags & TASK_AW_NOT_TASK);
+
+	/* One awaiter again; its coroutine awaits itself: one frame. A chain
+	 * of five coroutines: TASK_AW_FRAMES, cut. None at all: read, none. */
+	tasks_b[TASK(1) - TASKS + a->task_awaited_by_is_set] = 0;
+	put64(tasks_b, TASK(1) - TASKS + a->task_awaited_by, TASK(6));
+	put_coro(a, 6, CODE(6), CORO(6));
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->naw_frames, 1);
+	assert_false(tr->aw_flags & TASK_AW_FRAMES_CUT);
+	for (int i = 0; i < 5; i++)
+		put_coro(a, 10 + i, CODE(10 + i), i < 4 ? CORO(11 + i) : TASK(1));
+	put_task(a, 6, CORO(10), 2);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->naw_frames, TASK_AW_FRAMES);
+	assert_int_equal(tr->aw_frames[TASK_AW_FRAMES - 1].code, CODE(13));
+	assert_true(tr->aw_flags & TASK_AW_FRAMES_CUT);
+	/* A link of another type (a Task, a Future) ends the chain there. */
+	aux64(CORO(12) + a->ob_type, CORO_TYPE + 0x100);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->naw_frames, 2);
+	assert_false(tr->aw_flags & TASK_AW_FRAMES_CUT);
+	put64(tasks_b, TASK(1) - TASKS + a->task_awaited_by, 0);
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, 0);
+	assert_int_equal(tr->aw_flags, TASK_AW_READ);
+	/* awaited_by unreadable (outside the task's memory): not read. */
+	a->task_awaited_by = 0x7000;
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, 0);
+	assert_int_equal(tr->aw_flags, 0);
 }
 
 /* coro_step on a suspended chain of both stack models, tagged refs. */
@@ -1530,6 +1769,8 @@ int main(void)
 	    cmocka_unit_test(test_name_pass_turns),
 	    cmocka_unit_test(test_async_running_task_dict),
 	    cmocka_unit_test(test_async_running_task_tstate),
+	    cmocka_unit_test(test_async_awaiter_callbacks),
+	    cmocka_unit_test(test_async_awaiter_awaited_by),
 	    cmocka_unit_test(test_coro_step),
 	    cmocka_unit_test(test_gc_and_exception),
 	    cmocka_unit_test(test_leaf_opcode),

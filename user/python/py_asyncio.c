@@ -179,6 +179,24 @@ static void kernel_config(struct py_process *p, struct py_asyncio *a)
 	a->k.keys_log2_index_bytes = L->keys_index_bytes;
 	a->k.keys_nentries = L->keys_nentries;
 	a->k.keys_indices = L->keys_indices;
+	/* The first awaiter: awaited_by where the version keeps it (3.14+),
+	 * else the done callbacks (3.11-3.13). */
+	a->k.task_awaited_by = as->task_awaited_by;
+	a->k.task_awaited_by_is_set = as->task_awaited_by_is_set;
+	a->k.task_is_task = as->task_is_task;
+	a->k.set_used = as->set_used;
+	a->k.set_mask = as->set_mask;
+	a->k.set_table = as->set_table;
+	a->k.task_callback0 = as->task_callback0;
+	a->k.task_callbacks = as->task_awaited_by ? 0 : as->task_callbacks;
+	a->k.list_size = as->list_size;
+	a->k.list_items = as->list_items;
+	a->k.tuple_items = L->tuple_items;
+	a->k.cfunc_ml = as->cfunc_ml;
+	a->k.cfunc_self = as->cfunc_self;
+	memcpy(a->k.wakeup_name, as->wakeup_name, sizeof(a->k.wakeup_name));
+	a->k.ob_type = p->cfg.off.ob_type;
+	a->k.coro = as->coro;
 }
 
 int py_asyncio_find(struct py_process *p, struct py_asyncio *a)
@@ -855,21 +873,21 @@ const struct py_task *py_task_on_stack(const struct py_task_graph *g, uint16_t g
 	return best;
 }
 
-const char *py_task_name_of(struct py_process *p, struct py_asyncio *a, const struct task_rec *tr,
-			    char *out, size_t cap)
+const char *py_task_name_of(struct py_process *p, struct py_asyncio *a, uint64_t task,
+			    const uint8_t *raw, char *out, size_t cap)
 {
 	struct py_task_graph g = {0};
 	struct reader R = {.p = p, .a = a, .g = &g};
 	uint64_t name;
 
-	if ((tr->flags & TASK_NAME_READ) && !name_from_raw(p, a, tr->name_raw, out, cap))
+	if (raw && !name_from_raw(p, a, raw, out, cap))
 		return out;
-	if (!rd(&p->mem, tr->task + p->extra.async.task_name, &name)) {
+	if (!rd(&p->mem, task + p->extra.async.task_name, &name)) {
 		name_obj(&R, name, out, cap);
 		if (out[0])
 			return out;
 	}
-	snprintf(out, cap, "Task at 0x%" PRIx64, (uint64_t)tr->task);
+	snprintf(out, cap, "Task at 0x%" PRIx64, task);
 	return out;
 }
 

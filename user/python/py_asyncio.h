@@ -113,11 +113,11 @@ const struct py_task *py_task_find(const struct py_task_graph *g, uint64_t addr)
 const struct py_task *py_task_on_stack(const struct py_task_graph *g, uint16_t gen_iframe,
 				       const __u64 *addrs, uint32_t n, uint32_t *idx);
 
-/* The name of the task the kernel captured (tr), from its copy of the
- * name object, else read now; "Task at 0x…" when neither works. Returns
- * out. */
-const char *py_task_name_of(struct py_process *p, struct py_asyncio *a, const struct task_rec *tr,
-			    char *out, size_t cap);
+/* The name of a task the kernel captured, from its copy of the name
+ * object (raw, NULL when it copied none), else read now; "Task at 0x…"
+ * when neither works. Returns out. */
+const char *py_task_name_of(struct py_process *p, struct py_asyncio *a, uint64_t task,
+			    const uint8_t *raw, char *out, size_t cap);
 
 /* "pending", "running", "done", "cancelled". */
 const char *py_task_state_name(int state);

@@ -819,6 +819,7 @@ static int async_from_debug(const struct dparse *p0, struct py_async *a)
 	F16("interpreter_frame", "instr_ptr", 8, a->coro.frame_instr);
 	F16("interpreter_frame", "stackpointer", 8, a->coro.frame_stack);
 	F16("interpreter_frame", "localsplus", 8, a->coro.frame_localsplus);
+	F16("set_object", "used", 8, a->set_used);
 	F16("set_object", "mask", 8, a->set_mask);
 	F16("set_object", "table", 8, a->set_table);
 	F16("list_object", "ob_size", 8, a->list_size);
@@ -1122,14 +1123,14 @@ const char *py_native_eval_name(size_t i)
  */
 struct async_row {
 	unsigned minor;
-	uint16_t task_size, task_state, task_coro, task_name;
+	uint16_t task_size, task_state, task_coro, task_name, task_callbacks;
 	uint16_t gen_iframe, gen_frame_state, frame_stacktop, frame_localsplus;
 };
 
 static const struct async_row async_rows[] = {
-    {11, 176, 88, 136, 144, 80, 75, 64, 72},
-    {12, 176, 88, 136, 144, 72, 67, 64, 72},
-    {13, 144, 96, 120, 128, 72, 67, 64, 72},
+    {11, 176, 88, 136, 144, 40, 80, 75, 64, 72},
+    {12, 176, 88, 136, 144, 40, 72, 67, 64, 72},
+    {13, 144, 96, 120, 128, 40, 72, 67, 64, 72},
 };
 
 /* _Py_AsyncioModuleDebugOffsets, 3.14 and 3.15: 13 u64 in this order. */
@@ -1234,6 +1235,14 @@ int py_async_offsets(const struct py_offsets *o, const void *sec, size_t len, st
 	a->weakref_object = 16;
 	a->task_callback0 = 24;
 	a->method_self = 24;
+	/* PyCFunctionObject's m_ml and m_self (measured to 3.13; only 3.11 to
+	 * 3.13 read them), and the name of the method an awaiting task adds
+	 * as a done callback of the task it awaits (TaskWakeupDef in
+	 * Modules/_asynciomodule.c, 3.11 to 3.15). */
+	a->cfunc_ml = 16;
+	a->cfunc_self = 24;
+	_Static_assert(sizeof("task_wakeup") <= TASK_WAKEUP_NAME, "the kernel compares 12 bytes");
+	memcpy(a->wakeup_name, "task_wakeup", sizeof("task_wakeup"));
 	a->coro.ref_mask = ~0ULL;
 	a->coro.await_slot = 1;
 	if (py_at_least(hex, 14)) {
@@ -1265,6 +1274,7 @@ int py_async_offsets(const struct py_offsets *o, const void *sec, size_t len, st
 		a->task_coro = r->task_coro;
 		a->task_fut_waiter = (uint16_t)(r->task_coro - 8);
 		a->task_name = r->task_name;
+		a->task_callbacks = r->task_callbacks;
 		a->coro.gen_iframe = r->gen_iframe;
 		a->coro.gen_frame_state = r->gen_frame_state;
 		a->coro.frame_stack = r->frame_stacktop;

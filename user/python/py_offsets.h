@@ -279,7 +279,14 @@ struct py_async {
 	/* FutureObj's first done callback, and a bound method's self: how a
 	 * TaskGroup's child names its group (py_asyncio.c). */
 	uint16_t task_callback0, method_self;
-	uint16_t pad[3];
+	/* 3.11-3.13, the kernel's first awaiter (bpf/task_walker.h): the
+	 * further done callbacks (a list of (callback, context) tuples), and
+	 * a built-in method's definition and self: the awaiting task's
+	 * task_wakeup, whose definition is named wakeup_name. */
+	uint16_t task_callbacks, cfunc_ml, cfunc_self;
+	/* 3.14+: PySetObject.used, an awaited_by set's size. */
+	uint16_t set_used;
+	char wakeup_name[TASK_WAKEUP_NAME];
 	struct coro_layout coro;
 };
 

@@ -124,21 +124,21 @@ static void put_awaiters(struct rec_target *t, const struct py_task *k, uint64_t
  * its coroutine are freed and the next ones often get the same addresses
  * (freelists), so an entry read earlier would hand the new task its
  * predecessor's awaiter, with the awaiter's frames of another moment. */
-static int same_task(const struct py_task *k, const struct task_rec *tr, const char *kname)
+static int same_task(const struct py_task *k, uint64_t coro, const char *kname)
 {
-	return k && k->coro == tr->coro && (!kname || !k->name[0] || !strcmp(kname, k->name));
+	return k && k->coro == coro && (!kname || !k->name[0] || !strcmp(kname, k->name));
 }
 
-/* The graph's entry for the kernel's task, if the graph holds that task
- * (same_task); read again (rarely) when it does not. */
-static const struct py_task *verified(struct rec_target *t, const struct task_rec *tr,
+/* The graph's entry for the task the kernel saw at task (same_task); the
+ * graph is read again (rarely) when it does not hold it. */
+static const struct py_task *verified(struct rec_target *t, uint64_t task, uint64_t coro,
 				      const char *kname, struct async_stats *st)
 {
 	struct async_target *at = t->async;
-	const struct py_task *k = py_task_find(&at->g, tr->task);
+	const struct py_task *k = py_task_find(&at->g, task);
 	uint64_t now;
 
-	if (same_task(k, tr, kname))
+	if (same_task(k, coro, kname))
 		return k;
 	if (at->frozen)
 		return NULL;
@@ -154,8 +154,92 @@ static const struct py_task *verified(struct rec_target *t, const struct task_re
 		py_asyncio_name(t->proc, &at->a, &at->g);
 	}
 	st->graph_reads++;
-	k = py_task_find(&at->g, tr->task);
-	return same_task(k, tr, kname) ? k : NULL;
+	k = py_task_find(&at->g, task);
+	return same_task(k, coro, kname) ? k : NULL;
+}
+
+/* The name of the task at task from the kernel's copy of its name object
+ * (raw, NULL when it copied none), else read now. */
+static const char *kernel_name(struct rec_target *t, uint64_t task, const uint8_t *raw, char *out)
+{
+	return py_task_name_of(t->proc, &t->async->a, task, raw, out, PY_TASK_NAME_CAP);
+}
+
+/*
+ * Above the running task (its mark put), the kernel's awaiter: the frames
+ * where it was suspended at the sample (the kernel's), or, when the kernel
+ * could not read them, the graph's if the graph holds the running task (k)
+ * awaited by that very awaiter (it cannot have moved since: it awaits k),
+ * else none; its mark, named from the kernel's copy; then the graph's
+ * chain above it if the graph holds that awaiter.
+ */
+static void put_kernel_awaiter(struct rec_target *t, const struct task_rec *tr,
+			       const struct py_task *k, struct sym_frame *out, uint32_t cap,
+			       uint32_t *n, struct async_stats *st)
+{
+	int copied = (tr->aw_flags & TASK_AW_NAME_READ) != 0;
+	char aname[PY_TASK_NAME_CAP];
+	const struct py_task *ga;
+
+	kernel_name(t, tr->awaiter, copied ? tr->awaiter_name_raw : NULL, aname);
+	ga = verified(t, tr->awaiter, tr->awaiter_coro, copied ? aname : NULL, st);
+	st->aw_kernel++;
+	if (tr->naw_frames) {
+		st->aw_frames_kernel++;
+		for (unsigned f = tr->naw_frames < TASK_AW_FRAMES ? tr->naw_frames : TASK_AW_FRAMES;
+		     f-- > 0;)
+			put_frame(t, &tr->aw_frames[f], out, cap, n, NULL);
+	} else if (ga && k && k->awaiter == ga->addr) {
+		st->aw_frames_graph++;
+		for (unsigned f = 0; f < ga->nframes; f++)
+			put_frame(t, &ga->frames[f], out, cap, n, NULL);
+	} else {
+		st->aw_unknown++;
+	}
+	put_mark(out, cap, n, 1, aname, ga ? ga->nawaiters : 0);
+	if (ga && ga->awaiter)
+		st->aw_above++;
+	put_awaiters(t, ga, tr->awaiter, out, cap, n, 2, st);
+}
+
+/* The kernel read the running task's awaiters where asyncio keeps them
+ * (3.14+: awaited_by) and found none: a root task, certain at the sample.
+ * On 3.11-3.13 a task with no task_wakeup callback may still be awaited
+ * (through a gather or a TaskGroup), which only the graph tells. */
+static int kernel_root(const struct rec_target *t, const struct task_rec *tr)
+{
+	return t->async->a.k.task_awaited_by && (tr->aw_flags & TASK_AW_READ) &&
+	       !(tr->aw_flags & TASK_AW_NOT_TASK) && !tr->awaiter;
+}
+
+/*
+ * The running task's mark and the chain above it (docs/async.md): the
+ * kernel's awaiter when it saw one, unless it looked at only some of
+ * several awaiters and the graph, which holds the running task, names one
+ * (the lowest address of all); else the graph's chain where the graph
+ * holds the running task; else a root when the kernel is sure of it.
+ */
+static void put_chain(struct rec_target *t, const struct task_rec *tr, const struct py_task *k,
+		      const char *name, struct sym_frame *out, uint32_t cap, uint32_t *n,
+		      struct async_stats *st)
+{
+	if (tr->awaiter && !(k && k->awaiter && (tr->aw_flags & TASK_AW_CUT))) {
+		put_mark(out, cap, n, 0, name, k ? k->nawaiters : tr->nawaiters);
+		put_kernel_awaiter(t, tr, k, out, cap, n, st);
+	} else if (k && !kernel_root(t, tr)) {
+		put_mark(out, cap, n, 0, name, k->nawaiters);
+		if (k->awaiter)
+			st->aw_graph++;
+		else
+			st->aw_root++;
+		put_awaiters(t, k, tr->task, out, cap, n, 1, st);
+	} else {
+		put_mark(out, cap, n, 0, name, 0);
+		if (kernel_root(t, tr))
+			st->aw_root++;
+		else
+			st->unresolved++;
+	}
 }
 
 uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
@@ -163,8 +247,8 @@ uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 		       struct sym_frame *out, uint32_t cap, struct async_stats *st, int *unnamed)
 {
 	uint32_t n = 0, idx = tr->frame_idx, nf = h->nframes;
+	int copied = (tr->flags & TASK_NAME_READ) != 0;
 	const struct py_task *k;
-	unsigned nmark = 0;
 	char name[PY_TASK_NAME_CAP];
 
 	if (tr->flags & TASK_SCAN_CUT)
@@ -182,17 +266,14 @@ uint32_t async_compose(struct rec_target *t, const struct sample_hdr *h,
 		put_frame(t, &frames[i], out, cap, &n, unnamed);
 	/* The kernel's copy of the name, else the graph's (read with the task
 	 * and coroutine the kernel saw), else read now. */
-	if (tr->flags & TASK_NAME_READ)
-		py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
-	k = verified(t, tr, (tr->flags & TASK_NAME_READ) ? name : NULL, st);
-	if (!(tr->flags & TASK_NAME_READ) && k && k->name[0])
+	if (copied)
+		kernel_name(t, tr->task, tr->name_raw, name);
+	k = verified(t, tr->task, tr->coro, copied ? name : NULL, st);
+	if (!copied && k && k->name[0])
 		snprintf(name, sizeof(name), "%s", k->name);
-	else if (!(tr->flags & TASK_NAME_READ))
-		py_task_name_of(t->proc, &t->async->a, tr, name, sizeof(name));
-	put_mark(out, cap, &n, nmark++, name, k ? k->nawaiters : 0);
-	if (!k)
-		st->unresolved++;
-	put_awaiters(t, k, tr->task, out, cap, &n, nmark, st);
+	else if (!copied)
+		kernel_name(t, tr->task, NULL, name);
+	put_chain(t, tr, k, name, out, cap, &n, st);
 	idx++;
 	for (uint32_t i = idx; i < nf; i++)
 		put_frame(t, &frames[i], out, cap, &n, unnamed);

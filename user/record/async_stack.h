@@ -36,12 +36,20 @@ struct async_stats {
 	uint64_t with_task;    /* samples of a thread running a task */
 	uint64_t no_task;      /* samples of a thread whose loop ran no task then */
 	uint64_t not_on_stack; /* a running task whose coroutine frame was not in the stack */
-	uint64_t unresolved;   /* its awaiters unknown: not in the graph, or another coroutine */
-	uint64_t cut;	       /* chains cut: a cycle, or past PY_TASK_CHAIN_MAX tasks */
-	uint64_t graph_reads;  /* task graphs read while recording */
-	uint64_t scan_cut;     /* 3.11-3.13: more running loops than the kernel scans */
-	uint64_t waiting;      /* --async-mode all: waiting-task samples added */
-	uint64_t snapshots;    /* --async-mode all: task graphs read at ticks */
+	/* Where a chain's first awaiter came from (docs/async.md): */
+	uint64_t aw_kernel;	   /* the kernel's (task_rec.awaiter), of which: */
+	uint64_t aw_frames_kernel; /*   its frames read by the kernel at the sample */
+	uint64_t aw_frames_graph;  /*   its frames from the graph */
+	uint64_t aw_unknown;	   /*   its frames unknown: only its mark */
+	uint64_t aw_above;	   /*   the chain above it from the graph */
+	uint64_t aw_graph;	   /* the graph, which holds the running task */
+	uint64_t aw_root;	   /* the running task is a root: awaited by none */
+	uint64_t unresolved;  /* its awaiters unknown: not in the graph, or another coroutine */
+	uint64_t cut;	      /* chains cut: a cycle, or past PY_TASK_CHAIN_MAX tasks */
+	uint64_t graph_reads; /* task graphs read while recording */
+	uint64_t scan_cut;    /* 3.11-3.13: more running loops than the kernel scans */
+	uint64_t waiting;     /* --async-mode all: waiting-task samples added */
+	uint64_t snapshots;   /* --async-mode all: task graphs read at ticks */
 };
 
 /* Give t the async layout (PROC_ASYNC in its config). strict: refuse

@@ -915,11 +915,18 @@ static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const 
 		fprintf(
 		    stderr,
 		    "  async: %llu samples in a task, %llu with none running; %llu tasks not on "
-		    "the stack, %llu chains without awaiters (task not in the graph), %llu "
+		    "the stack; first awaiter from the kernel %llu (its frames from the kernel "
+		    "%llu, from the graph %llu, unknown %llu; the chain above from the graph "
+		    "%llu), from the graph %llu, %llu roots, %llu chains without awaiters; %llu "
 		    "chains cut at a cycle or %u tasks, %llu graph reads, %llu scans cut at %d "
 		    "loops\n",
 		    (unsigned long long)c->async.with_task, (unsigned long long)c->async.no_task,
 		    (unsigned long long)c->async.not_on_stack,
+		    (unsigned long long)c->async.aw_kernel,
+		    (unsigned long long)c->async.aw_frames_kernel,
+		    (unsigned long long)c->async.aw_frames_graph,
+		    (unsigned long long)c->async.aw_unknown, (unsigned long long)c->async.aw_above,
+		    (unsigned long long)c->async.aw_graph, (unsigned long long)c->async.aw_root,
 		    (unsigned long long)c->async.unresolved, (unsigned long long)c->async.cut,
 		    PY_TASK_CHAIN_MAX, (unsigned long long)c->async.graph_reads,
 		    (unsigned long long)c->async.scan_cut, TASK_SCAN_MAX);
