@@ -187,10 +187,11 @@ WALK_INLINE __u8 task_ident(WALK_READER_T *r, const struct async_config *a, __u6
 }
 
 /* Count an awaiter seen, keeping the lowest address (the rule user space
- * follows over the whole graph, docs/async.md). */
+ * follows over the whole graph, docs/async.md). A task awaiting itself
+ * (a hostile or torn awaited_by) is none. */
 WALK_INLINE void task_aw_take(struct task_rec *rec, __u64 awaiter)
 {
-	if (!awaiter)
+	if (!awaiter || awaiter == rec->task)
 		return;
 	rec->nawaiters++;
 	if (!rec->awaiter || awaiter < rec->awaiter)

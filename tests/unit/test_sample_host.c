@@ -1445,6 +1445,11 @@ static void test_async_awaiter_awaited_by(void **state)
 		tasks_b[TASK(i) - TASKS + a->task_is_task] = 1;
 		put_coro(a, i, CODE(i), TASK(1));
 	}
+	/* Awaited by itself (hostile): none. */
+	put64(tasks_b, TASK(1) - TASKS + a->task_awaited_by, TASK(1));
+	tr = task_of(tick(&im, 0, 1));
+	assert_int_equal(tr->awaiter, 0);
+	assert_int_equal(tr->nawaiters, 0);
 	put64(tasks_b, TASK(1) - TASKS + a->task_awaited_by, TASK(6));
 	tr = task_of(tick(&im, 0, 1));
 	assert_int_equal(tr->awaiter, TASK(6));

@@ -89,15 +89,19 @@ static void put_frame(struct rec_target *t, const struct frame_rec *f, struct sy
 }
 
 /* The frames and marks of the tasks that await k (k's own mark is put),
- * to the root, from the graph; a cycle or PY_TASK_CHAIN_MAX tasks cut it. */
+ * to the root, from the graph. A cycle cuts it (back to first, k's
+ * address, to below, the task k awaits if any, or to a task met), and so
+ * do PY_TASK_CHAIN_MAX tasks. */
 static void put_awaiters(struct rec_target *t, const struct py_task *k, uint64_t first,
-			 struct sym_frame *out, uint32_t cap, uint32_t *n, unsigned nmark,
-			 struct async_stats *st)
+			 uint64_t below, struct sym_frame *out, uint32_t cap, uint32_t *n,
+			 unsigned nmark, struct async_stats *st)
 {
 	uint64_t seen[PY_TASK_CHAIN_MAX];
 	unsigned nseen = 0;
 
 	seen[nseen++] = first;
+	if (below)
+		seen[nseen++] = below;
 	for (const struct py_task *cur = k; cur && cur->awaiter;) {
 		const struct py_task *a = py_task_find(&t->async->g, cur->awaiter);
 		int loop = 0;
@@ -199,7 +203,7 @@ static void put_kernel_awaiter(struct rec_target *t, const struct task_rec *tr,
 	put_mark(out, cap, n, 1, aname, ga ? ga->nawaiters : 0);
 	if (ga && ga->awaiter)
 		st->aw_above++;
-	put_awaiters(t, ga, tr->awaiter, out, cap, n, 2, st);
+	put_awaiters(t, ga, tr->awaiter, tr->task, out, cap, n, 2, st);
 }
 
 /* The kernel read the running task's awaiters where asyncio keeps them
@@ -232,7 +236,7 @@ static void put_chain(struct rec_target *t, const struct task_rec *tr, const str
 			st->aw_graph++;
 		else
 			st->aw_root++;
-		put_awaiters(t, k, tr->task, out, cap, n, 1, st);
+		put_awaiters(t, k, tr->task, 0, out, cap, n, 1, st);
 	} else {
 		put_mark(out, cap, n, 0, name, 0);
 		if (kernel_root(t, tr))
@@ -331,7 +335,7 @@ void async_snapshot_all(struct target_set *ts, uint64_t ts_ns, struct sym_frame 
 			for (unsigned f = 0; f < task->nframes; f++)
 				put_frame(t, &task->frames[f], buf, cap, &n, NULL);
 			put_mark(buf, cap, &n, 0, task->name, task->nawaiters);
-			put_awaiters(t, task, task->addr, buf, cap, &n, 1, st);
+			put_awaiters(t, task, task->addr, 0, buf, cap, &n, 1, st);
 			s.nframes = n < cap ? n : cap;
 			s.flags = SAMPLE_WALL | SAMPLE_IDLE;
 			emit(ctx, &s);
