@@ -186,6 +186,16 @@ WALK_INLINE __u8 task_ident(WALK_READER_T *r, const struct async_config *a, __u6
 	return 0;
 }
 
+/* No awaiter yet. */
+WALK_INLINE void task_aw_clear(struct task_rec *rec)
+{
+	rec->aw_flags = 0;
+	rec->awaiter = 0;
+	rec->awaiter_coro = 0;
+	rec->nawaiters = 0;
+	rec->naw_frames = 0;
+}
+
 /* Count an awaiter seen, keeping the lowest address (the rule user space
  * follows over the whole graph, docs/async.md). A task awaiting itself
  * (a hostile or torn awaited_by) is none. */
@@ -325,10 +335,7 @@ TASK_CALL void task_awaiter(WALK_READER_T *r, const struct async_config *a, __u6
 {
 	__u8 is_task = 0;
 
-	rec->awaiter = 0;
-	rec->awaiter_coro = 0;
-	rec->nawaiters = 0;
-	rec->naw_frames = 0;
+	task_aw_clear(rec);
 	if (a->task_awaited_by)
 		task_aw_awaited_by(r, a, task, buf, rec);
 	else if (a->task_callbacks)
@@ -364,11 +371,7 @@ TASK_CALL int task_running(WALK_READER_T *r, const struct proc_config *cfg,
 	rec->coro = 0;
 	rec->frame_idx = 0xffff;
 	rec->flags = 0;
-	rec->aw_flags = 0;
-	rec->awaiter = 0;
-	rec->awaiter_coro = 0;
-	rec->nawaiters = 0;
-	rec->naw_frames = 0;
+	task_aw_clear(rec);
 	if (a->tstate_running_task) {
 		if (walk_read_ptr(r, tstate + a->tstate_running_task, &task))
 			task = 0;

@@ -7,8 +7,11 @@
 # task fetch-K, which burns CPU in crunch(). check/check_async.py:
 #   - record --async -d 3: >= 95% of the samples in crunch read, root to
 #     leaf, [task Task-1];main;[task worker-K];worker;[task fetch-K];fetch;
-#     crunch with one K, and every K is seen (the running task read in the
-#     kernel at the sample, its awaiters from the task graph);
+#     crunch with one K, and every K is seen (the running task and its first
+#     awaiter read in the kernel at the sample, the awaiters above from the
+#     task graph); >= 90% of the samples in a task have that first awaiter
+#     with its frames from the kernel (the graph alone would give the same
+#     chains here), none is without awaiters;
 #   - record --async-mode all --clock snapshot: at each tick a sample of
 #     every waiting task (Task-1 in main, worker-K in worker, ...);
 #   - top --async: rows per task chain;
@@ -59,6 +62,8 @@ one() {
 	if bpfpy record -p "$PY_PID" --async -d 3 -o "$f.rec.txt" 2>"$f.rec.err"; then
 		grep -E '^  async:' "$f.rec.err"
 		"$CHECKPY" "$CHK" chains "$f.rec.txt" tasks=Task-1,worker-K,fetch-K leaf=crunch all_k=1,2,3
+		fails=$((fails + $?))
+		"$CHECKPY" "$CHK" kernel "$f.rec.err"
 		fails=$((fails + $?))
 	else
 		bad "$label: record --async exited $?: $(head -c 300 "$f.rec.err")"

@@ -171,11 +171,12 @@ static const char *kernel_name(struct rec_target *t, uint64_t task, const uint8_
 
 /*
  * Above the running task (its mark put), the kernel's awaiter: the frames
- * where it was suspended at the sample (the kernel's), or, when the kernel
- * could not read them, the graph's if the graph holds the running task (k)
- * awaited by that very awaiter (it cannot have moved since: it awaits k),
- * else none; its mark, named from the kernel's copy; then the graph's
- * chain above it if the graph holds that awaiter.
+ * where it was suspended at the sample (the kernel's), or the graph's if
+ * the graph holds the running task (k) awaited by that very awaiter (it
+ * cannot have moved since: it awaits k) and the kernel could not read them
+ * or stopped at TASK_AW_FRAMES coroutines, else none or the kernel's cut
+ * copy; its mark, named from the kernel's copy; then the graph's chain
+ * above it if the graph holds that awaiter.
  */
 static void put_kernel_awaiter(struct rec_target *t, const struct task_rec *tr,
 			       const struct py_task *k, struct sym_frame *out, uint32_t cap,
@@ -184,19 +185,21 @@ static void put_kernel_awaiter(struct rec_target *t, const struct task_rec *tr,
 	int copied = (tr->aw_flags & TASK_AW_NAME_READ) != 0;
 	char aname[PY_TASK_NAME_CAP];
 	const struct py_task *ga;
+	unsigned nk = tr->naw_frames < TASK_AW_FRAMES ? tr->naw_frames : TASK_AW_FRAMES;
 
 	kernel_name(t, tr->awaiter, copied ? tr->awaiter_name_raw : NULL, aname);
 	ga = verified(t, tr->awaiter, tr->awaiter_coro, copied ? aname : NULL, st);
 	st->aw_kernel++;
-	if (tr->naw_frames) {
-		st->aw_frames_kernel++;
-		for (unsigned f = tr->naw_frames < TASK_AW_FRAMES ? tr->naw_frames : TASK_AW_FRAMES;
-		     f-- > 0;)
-			put_frame(t, &tr->aw_frames[f], out, cap, n, NULL);
-	} else if (ga && k && k->awaiter == ga->addr) {
+	if ((!nk || (tr->aw_flags & TASK_AW_FRAMES_CUT)) && ga && k && k->awaiter == ga->addr) {
 		st->aw_frames_graph++;
 		for (unsigned f = 0; f < ga->nframes; f++)
 			put_frame(t, &ga->frames[f], out, cap, n, NULL);
+	} else if (nk) {
+		st->aw_frames_kernel++;
+		if (tr->aw_flags & TASK_AW_FRAMES_CUT)
+			st->cut++;
+		while (nk-- > 0)
+			put_frame(t, &tr->aw_frames[nk], out, cap, n, NULL);
 	} else {
 		st->aw_unknown++;
 	}

@@ -44,8 +44,8 @@ struct async_stats {
 	uint64_t aw_above;	   /*   the chain above it from the graph */
 	uint64_t aw_graph;	   /* the graph, which holds the running task */
 	uint64_t aw_root;	   /* the running task is a root: awaited by none */
-	uint64_t unresolved;  /* its awaiters unknown: not in the graph, or another coroutine */
-	uint64_t cut;	      /* chains cut: a cycle, or past PY_TASK_CHAIN_MAX tasks */
+	uint64_t unresolved; /* its awaiters unknown: not in the graph, or another coroutine */
+	uint64_t cut; /* chains cut: a cycle, past PY_TASK_CHAIN_MAX tasks, TASK_AW_FRAMES_CUT */
 	uint64_t graph_reads; /* task graphs read while recording */
 	uint64_t scan_cut;    /* 3.11-3.13: more running loops than the kernel scans */
 	uint64_t waiting;     /* --async-mode all: waiting-task samples added */

@@ -127,8 +127,9 @@ static const char doc[] =
     "stack; chains whose first awaiter is the kernel's (of which: its frames from the "
     "kernel, from the graph, unknown; the chain above it from the graph), chains whose "
     "awaiters are all the graph's, roots (a running task awaited by none), chains without "
-    "awaiters (the kernel saw none and the graph lacks the task); chains cut (a cycle, or "
-    "256 tasks), graph reads, and kernel scans cut at 8 running loops (3.11-3.13). Not with "
+    "awaiters (the kernel saw none and the graph lacks the task); chains cut (a cycle, 256 "
+    "tasks, or the kernel's copy of the first awaiter's frames stopped at 4 coroutines), "
+    "graph reads, and kernel scans cut at 8 running loops (3.11-3.13). Not with "
     "--native, --kernel or --cost-floor. --async-mode all (with --clock snapshot) adds, at each "
     "snapshot tick, a sample for every waiting task: the frames where it is suspended "
     "(following await through coroutines and generators, stopping at a Future or Task), "
@@ -923,7 +924,8 @@ static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const 
 		    "the stack; first awaiter from the kernel %llu (its frames from the kernel "
 		    "%llu, from the graph %llu, unknown %llu; the chain above from the graph "
 		    "%llu), from the graph %llu, %llu roots, %llu chains without awaiters; %llu "
-		    "chains cut at a cycle or %u tasks, %llu graph reads, %llu scans cut at %d "
+		    "chains cut (a cycle, %u tasks, an awaiter's frames past %d), %llu graph "
+		    "reads, %llu scans cut at %d "
 		    "loops\n",
 		    (unsigned long long)c->async.with_task, (unsigned long long)c->async.no_task,
 		    (unsigned long long)c->async.not_on_stack,
@@ -933,7 +935,7 @@ static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const 
 		    (unsigned long long)c->async.aw_unknown, (unsigned long long)c->async.aw_above,
 		    (unsigned long long)c->async.aw_graph, (unsigned long long)c->async.aw_root,
 		    (unsigned long long)c->async.unresolved, (unsigned long long)c->async.cut,
-		    PY_TASK_CHAIN_MAX, (unsigned long long)c->async.graph_reads,
+		    PY_TASK_CHAIN_MAX, TASK_AW_FRAMES, (unsigned long long)c->async.graph_reads,
 		    (unsigned long long)c->async.scan_cut, TASK_SCAN_MAX);
 	if (o->async_all)
 		fprintf(

@@ -8,6 +8,11 @@
   gather TEXT JSON        dump --async of py/async_gather.py: seven tasks, who
       awaits whom, at most one running; the text says the same as the JSON.
   shapes TEXT JSON minor=M  dump --async of py/async_shapes.py.
+  kernel ERR [min=0.9]    record --async's summary line (stderr) of
+      py/async_gather.py: at least MIN of the samples in a task have their
+      first awaiter and its frames from the kernel (each fetch-K's worker-K
+      awaits it directly, which every version records where the kernel
+      reads it), and none is without awaiters.
 """
 import json
 import re
@@ -200,6 +205,21 @@ def all_mode(r, path, errpath):
         (r.ok if n >= 0.9 * reads else r.bad)("%s: %d samples over %d reads" % (";".join(chain), n, reads))
 
 
+def kernel(r, path, a):
+    need = float(a.get("min", "0.9"))
+    text = open(path, encoding="utf-8", errors="replace").read()
+    m = re.search(r"async: (\d+) samples in a task.*first awaiter from the kernel (\d+) \(its "
+                  r"frames from the kernel (\d+).* (\d+) chains without awaiters", text)
+    if not m:
+        r.bad("no 'async:' summary line with the kernel's awaiters")
+        return
+    tasks, aw, frames, lone = (int(x) for x in m.groups())
+    (r.ok if tasks and frames >= need * tasks else r.bad)(
+        "first awaiter and its frames from the kernel in %d of %d samples in a task "
+        "(%d awaiters; >= %.0f%%)" % (frames, tasks, aw, 100 * need))
+    (r.ok if not lone else r.bad)("%d chains without awaiters" % lone)
+
+
 def main():
     r = Report("async")
     mode = sys.argv[1]
@@ -211,6 +231,8 @@ def main():
         top(r, sys.argv[2], kv(sys.argv[3:]))
     elif mode == "gather":
         gather(r, sys.argv[2], sys.argv[3])
+    elif mode == "kernel":
+        kernel(r, sys.argv[2], kv(sys.argv[3:]))
     elif mode == "shapes":
         shapes(r, sys.argv[2], sys.argv[3], int(kv(sys.argv[4:])["minor"]))
     r.done()
