@@ -87,12 +87,13 @@ WALK_INLINE __u64 coro_parse(const struct coro_layout *L, __u16 ob_type, __u64 g
 	}
 }
 
-/* The awaited object in the slot coro_parse() named, untagged. */
-WALK_INLINE void coro_awaits(WALK_READER_T *r, const struct coro_layout *L, __u64 slot,
+/* The awaited object in the slot coro_parse() named, untagged, read
+ * through buf (the block is parsed by then). */
+WALK_INLINE void coro_awaits(WALK_READER_T *r, const struct coro_layout *L, __u64 slot, __u8 *buf,
 			     struct coro_link *link)
 {
-	if (slot && !walk_read_ptr(r, slot, &link->awaits))
-		link->awaits &= L->ref_mask;
+	if (slot && !WALK_READ(r, buf, sizeof(__u64), slot))
+		link->awaits = walk_u64(buf, 0, CORO_BLOCK_MASK) & L->ref_mask;
 }
 
 /*
@@ -114,7 +115,7 @@ WALK_INLINE int coro_step(WALK_READER_T *r, const struct coro_layout *L, __u16 o
 	if (WALK_READ(r, buf, CORO_BLOCK, gen))
 		return -1;
 	slot = coro_parse(L, ob_type, gen, buf, type, link);
-	coro_awaits(r, L, slot, link);
+	coro_awaits(r, L, slot, buf, link);
 	return 0;
 }
 
@@ -170,17 +171,30 @@ WALK_INLINE __u64 task_scan_current(WALK_READER_T *r, const struct async_config 
 	return 0;
 }
 
+/* The word at addr, read through buf (scratch) into *out, 0 if it cannot
+ * be read: 0, or -1 then. In BPF no local of the caller has its address
+ * given to the read helper, so none needs a slot of the BPF stack, which
+ * the off-CPU program has all but used. */
+WALK_INLINE int task_word(WALK_READER_T *r, __u8 *buf, __u64 addr, __u64 *out)
+{
+	*out = 0;
+	if (WALK_READ(r, buf, sizeof(__u64), addr))
+		return -1;
+	*out = walk_u64(buf, 0, CORO_BLOCK_MASK);
+	return 0;
+}
+
 /* A task's coroutine (unless *coro holds it already) and the first
  * TASK_NAME_RAW bytes of its name object (name_raw); returns name_flag
  * when the name was copied, else 0. */
-WALK_INLINE __u8 task_ident(WALK_READER_T *r, const struct async_config *a, __u64 task, __u64 *coro,
-			    __u8 *name_raw, __u8 name_flag)
+WALK_INLINE __u8 task_ident(WALK_READER_T *r, const struct async_config *a, __u8 *buf, __u64 task,
+			    __u64 *coro, __u8 *name_raw, __u8 name_flag)
 {
 	__u64 name = 0;
 
-	if (!*coro && walk_read_ptr(r, task + a->task_coro, coro))
-		*coro = 0;
-	if (!walk_read_ptr(r, task + a->task_name, &name) && name &&
+	if (!*coro)
+		task_word(r, buf, task + a->task_coro, coro);
+	if (!task_word(r, buf, task + a->task_name, &name) && name &&
 	    !WALK_READ(r, name_raw, TASK_NAME_RAW, name))
 		return name_flag;
 	return 0;
@@ -210,15 +224,14 @@ WALK_INLINE void task_aw_take(struct task_rec *rec, __u64 awaiter)
 
 /* 3.11-3.13: the task whose task_wakeup a done callback cb is (the
  * built-in method's self, when its method definition is named
- * a->wakeup_name), or 0. got: TASK_WAKEUP_NAME bytes of scratch (off the
- * BPF stack, which the off-CPU program has all but used). */
+ * a->wakeup_name), or 0. got: scratch, the name read into it. */
 WALK_INLINE __u64 task_wakeup_self(WALK_READER_T *r, const struct async_config *a, __u64 cb,
 				   __u8 *got)
 {
 	__u64 ml = 0, self = 0, name = 0;
 
-	if (!cb || walk_read_ptr(r, cb + a->cfunc_ml, &ml) || !ml ||
-	    walk_read_ptr(r, cb + a->cfunc_self, &self) || !self || walk_read_ptr(r, ml, &name) ||
+	if (!cb || task_word(r, got, cb + a->cfunc_ml, &ml) || !ml ||
+	    task_word(r, got, cb + a->cfunc_self, &self) || !self || task_word(r, got, ml, &name) ||
 	    !name || WALK_READ(r, got, TASK_WAKEUP_NAME, name))
 		return 0;
 	for (__u32 i = 0; i < TASK_WAKEUP_NAME; i++) {
@@ -237,21 +250,21 @@ WALK_INLINE void task_aw_callbacks(WALK_READER_T *r, const struct async_config *
 {
 	__u64 cb = 0, list = 0, size = 0, items = 0, tup;
 
-	if (walk_read_ptr(r, task + a->task_callback0, &cb) ||
-	    walk_read_ptr(r, task + a->task_callbacks, &list))
+	if (task_word(r, buf, task + a->task_callback0, &cb) ||
+	    task_word(r, buf, task + a->task_callbacks, &list))
 		return;
 	rec->aw_flags |= TASK_AW_READ;
 	task_aw_take(rec, task_wakeup_self(r, a, cb, buf));
-	if (!list || walk_read_ptr(r, list + a->list_size, &size) ||
-	    walk_read_ptr(r, list + a->list_items, &items) || !items)
+	if (!list || task_word(r, buf, list + a->list_size, &size) ||
+	    task_word(r, buf, list + a->list_items, &items) || !items)
 		return;
 	if (size > TASK_AW_CALLBACKS)
 		rec->aw_flags |= TASK_AW_CUT;
 	for (__u32 i = 0; i < TASK_AW_CALLBACKS; i++) {
 		if (i >= size)
 			break;
-		if (walk_read_ptr(r, items + i * 8, &tup) || !tup ||
-		    walk_read_ptr(r, tup + a->tuple_items, &cb))
+		if (task_word(r, buf, items + i * 8, &tup) || !tup ||
+		    task_word(r, buf, tup + a->tuple_items, &cb))
 			continue;
 		task_aw_take(rec, task_wakeup_self(r, a, cb, buf));
 	}
@@ -264,11 +277,12 @@ WALK_INLINE void task_aw_awaited_by(WALK_READER_T *r, const struct async_config 
 				    __u8 *buf, struct task_rec *rec)
 {
 	__u64 ab = 0, used = 0, mask = 0, table = 0;
-	__u8 is_set = 0;
+	__u8 is_set;
 
-	if (walk_read_ptr(r, task + a->task_awaited_by, &ab) ||
-	    WALK_READ(r, &is_set, sizeof(is_set), task + a->task_awaited_by_is_set))
+	if (task_word(r, buf, task + a->task_awaited_by, &ab) ||
+	    WALK_READ(r, buf, 1, task + a->task_awaited_by_is_set))
 		return;
+	is_set = buf[0];
 	rec->aw_flags |= TASK_AW_READ;
 	if (!ab)
 		return;
@@ -276,9 +290,9 @@ WALK_INLINE void task_aw_awaited_by(WALK_READER_T *r, const struct async_config 
 		task_aw_take(rec, ab);
 		return;
 	}
-	if (walk_read_ptr(r, ab + a->set_used, &used) ||
-	    walk_read_ptr(r, ab + a->set_mask, &mask) ||
-	    walk_read_ptr(r, ab + a->set_table, &table) || !table)
+	if (task_word(r, buf, ab + a->set_used, &used) ||
+	    task_word(r, buf, ab + a->set_mask, &mask) ||
+	    task_word(r, buf, ab + a->set_table, &table) || !table)
 		return;
 	if (mask >= TASK_AW_SLOTS)
 		rec->aw_flags |= TASK_AW_CUT;
@@ -333,8 +347,6 @@ WALK_INLINE void task_aw_frames(WALK_READER_T *r, const struct async_config *a, 
 TASK_CALL void task_awaiter(WALK_READER_T *r, const struct async_config *a, __u64 task, __u8 *buf,
 			    struct task_rec *rec)
 {
-	__u8 is_task = 0;
-
 	task_aw_clear(rec);
 	if (a->task_awaited_by)
 		task_aw_awaited_by(r, a, task, buf, rec);
@@ -343,14 +355,13 @@ TASK_CALL void task_awaiter(WALK_READER_T *r, const struct async_config *a, __u6
 	if (!rec->awaiter)
 		return;
 	if (a->task_awaited_by &&
-	    (WALK_READ(r, &is_task, sizeof(is_task), rec->awaiter + a->task_is_task) ||
-	     is_task != 1)) {
+	    (WALK_READ(r, buf, 1, rec->awaiter + a->task_is_task) || buf[0] != 1)) {
 		rec->aw_flags |= TASK_AW_NOT_TASK;
 		rec->awaiter = 0;
 		return;
 	}
-	rec->aw_flags |= task_ident(r, a, rec->awaiter, &rec->awaiter_coro, rec->awaiter_name_raw,
-				    TASK_AW_NAME_READ);
+	rec->aw_flags |= task_ident(r, a, buf, rec->awaiter, &rec->awaiter_coro,
+				    rec->awaiter_name_raw, TASK_AW_NAME_READ);
 	if (rec->awaiter_coro)
 		task_aw_frames(r, a, buf, rec);
 }
@@ -382,7 +393,8 @@ TASK_CALL int task_running(WALK_READER_T *r, const struct proc_config *cfg,
 	if (!task)
 		return 0;
 	rec->coro = coro; /* 3.11-3.13: the scan read it */
-	flags |= task_ident(r, a, task, &rec->coro, rec->name_raw, TASK_NAME_READ);
+	flags |=
+	    task_ident(r, a, w->scratch->cbuf, task, &rec->coro, rec->name_raw, TASK_NAME_READ);
 	rec->task = task;
 	rec->frame_idx = (__u16)task_frame_index(w, rec->coro ? rec->coro + a->gen_iframe : 0);
 	if (rec->frame_idx != 0xffff)
