@@ -283,6 +283,54 @@ long proc_status_field(pid_t pid, pid_t tid, const char *field)
 	return strtol(v, NULL, 10);
 }
 
+/* The n-th (0-based) of the whitespace-separated numbers after "field:". */
+static int status_nth(const char *text, const char *field, int n, uint32_t *out)
+{
+	const char *v = status_value(text, field);
+	char *end;
+
+	for (int i = 0; v; i++) {
+		unsigned long x;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (*v < '0' || *v > '9')
+			return -1;
+		errno = 0;
+		x = strtoul(v, &end, 10);
+		if (errno || x > UINT32_MAX)
+			return -1;
+		if (i == n) {
+			*out = (uint32_t)x;
+			return 0;
+		}
+		v = end;
+	}
+	return -1;
+}
+
+int proc_parse_creds(const char *status, struct proc_creds *c)
+{
+	memset(c, 0, sizeof(*c));
+	/* "Uid:\treal\teffective\tsaved\tfs": the fs one opens files. */
+	if (status_nth(status, "Uid", 3, &c->fsuid) || status_nth(status, "Gid", 3, &c->fsgid))
+		return -1;
+	while (c->ngroups < PROC_MAX_GROUPS &&
+	       !status_nth(status, "Groups", (int)c->ngroups, &c->groups[c->ngroups]))
+		c->ngroups++;
+	return 0;
+}
+
+int proc_creds(pid_t pid, struct proc_creds *c)
+{
+	char path[64], buf[STATUS_MAX];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	return proc_parse_creds(buf, c);
+}
+
 int proc_parse_cap_eff(const char *status, uint64_t *eff)
 {
 	const char *v = status_value(status, "CapEff");

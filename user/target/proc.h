@@ -66,6 +66,21 @@ int proc_exe_id(pid_t pid, unsigned long long *dev, unsigned long long *ino);
  * absent or gone. */
 long proc_status_field(pid_t pid, pid_t tid, const char *field);
 
+/* The credentials a process opens files with: its fsuid and fsgid and its
+ * supplementary groups, from /proc/PID/status (host ids, as our namespace
+ * sees them). Groups past PROC_MAX_GROUPS, or past the status text read,
+ * are left out: fewer rights, never more. */
+#define PROC_MAX_GROUPS 64
+struct proc_creds {
+	uint32_t fsuid, fsgid;
+	uint32_t groups[PROC_MAX_GROUPS];
+	uint32_t ngroups;
+};
+/* From status text (the whole file): 0, or -1 when Uid or Gid is absent. */
+int proc_parse_creds(const char *status, struct proc_creds *c);
+/* Of pid: 0, or -1 (gone). */
+int proc_creds(pid_t pid, struct proc_creds *c);
+
 /* The CapEff mask from status text (the whole file). 0, or -1 if absent. */
 int proc_parse_cap_eff(const char *status, uint64_t *eff);
 /* Our own effective set (CapEff of /proc/self/status): 0, or -1. */

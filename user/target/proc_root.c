@@ -2,16 +2,24 @@
 #include "proc_root.h"
 
 #include "diag.h"
+#include "monotime.h"
+#include "proc.h"
+#include "signals.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef SYS_openat2
@@ -355,4 +363,259 @@ int open_regular_nonblock(int dirfd, const char *path, struct diag *d)
 	if (pfd < 0)
 		return diag_errno(d, errno, "cannot open %s", path);
 	return reopen_regular(pfd, path, d);
+}
+
+/* What the reading child sends last, after the file's bytes. */
+struct reader_tail {
+	int32_t rc;    /* 0: the bytes before this are the file */
+	int32_t code;  /* enum bpfpy_exit, when rc != 0 */
+	int32_t err;   /* errno, 0 if none */
+	int32_t creds; /* 1: the target's credentials could not be taken */
+	char msg[sizeof(((struct diag *)0)->msg)];
+};
+
+/* Take the target's credentials: groups first, while we may still set them. */
+static int take_creds(const struct proc_creds *cr)
+{
+	int same = cr->fsuid == geteuid();
+
+	if (cr->fsuid == 0 && geteuid() == 0)
+		return 0; /* a root target reads as root does */
+	if (syscall(SYS_setgroups, (size_t)cr->ngroups, cr->groups) && !(same && errno == EPERM))
+		return -1;
+	if (syscall(SYS_setresgid, cr->fsgid, cr->fsgid, cr->fsgid) ||
+	    syscall(SYS_setresuid, cr->fsuid, cr->fsuid, cr->fsuid))
+		return -1;
+	return 0;
+}
+
+static void child_send(int wfd, const void *p, size_t n)
+{
+	for (const char *c = p; n;) {
+		ssize_t w = write(wfd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(1);
+		c += w;
+		n -= (size_t)w;
+	}
+}
+
+/* The child's side: nothing here returns. Only system calls and formatting
+ * into fixed buffers: the parent may have had other threads at the fork. */
+static void reader_child(pid_t pid, const char *path, const struct proc_creds *cr, size_t max,
+			 int wfd)
+{
+	struct reader_tail t = {0};
+	struct diag d = {0};
+	char buf[16384];
+	size_t total = 0;
+	struct stat st;
+	int fd;
+
+	signals_child_reset();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (take_creds(cr)) {
+		t.rc = -1, t.creds = 1, t.err = errno, t.code = EXIT_PERMISSION;
+		child_send(wfd, &t, sizeof(t));
+		_exit(0);
+	}
+	fd = proc_root_open_file(pid, path, &d);
+	if (fd >= 0 && !fstat(fd, &st) && (uint64_t)st.st_size > max) {
+		diag_set(&d, EXIT_FAIL, "pid %d: %s is %llu bytes, over the %zu read: not read",
+			 (int)pid, path, (unsigned long long)st.st_size, max);
+		close(fd);
+		fd = -1;
+	}
+	while (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || (size_t)r > max - total) {
+			if (r < 0)
+				diag_errno(&d, errno, "pid %d: cannot read %s", (int)pid, path);
+			else
+				diag_set(&d, EXIT_FAIL, "pid %d: %s grew over %zu bytes: not read",
+					 (int)pid, path, max);
+			close(fd);
+			fd = -1;
+			break;
+		}
+		if (!r)
+			break;
+		child_send(wfd, buf, (size_t)r);
+		total += (size_t)r;
+	}
+	if (fd < 0) {
+		t.rc = -1, t.code = d.code, t.err = d.sys_errno;
+		memcpy(t.msg, d.msg, sizeof(t.msg));
+	} else {
+		close(fd);
+	}
+	child_send(wfd, &t, sizeof(t));
+	_exit(0);
+}
+
+/* Read the child's output (the file's bytes, then its tail) into buf of cap
+ * bytes, by the deadline: its length, or -1 (the deadline passed, errno
+ * ETIMEDOUT; more than cap, EFBIG; a read error). */
+static ssize_t reader_collect(int rfd, char *buf, size_t cap, uint64_t deadline_ns)
+{
+	size_t n = 0;
+
+	for (;;) {
+		uint64_t now = mono_ns();
+		struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+		ssize_t r;
+		int pr;
+
+		if (now >= deadline_ns)
+			return errno = ETIMEDOUT, -1;
+		pr = poll(&pfd, 1, (int)((deadline_ns - now + 999999) / 1000000));
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0)
+			return -1;
+		if (!pr)
+			continue;
+		if (n == cap)
+			return errno = EFBIG, -1;
+		r = read(rfd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (!r)
+			return (ssize_t)n;
+		n += (size_t)r;
+	}
+}
+
+/* Reap the reader, killing it first unless it is known to be done. */
+static void reader_reap(pid_t child, int kill_it)
+{
+	int st;
+
+	if (kill_it)
+		kill(child, SIGKILL);
+	/* After EOF the child only has _exit left; a few ms at most. */
+	for (int i = 0; i < 2000; i++) {
+		pid_t r = waitpid(child, &st, WNOHANG);
+
+		if (r == child || (r < 0 && errno != EINTR))
+			break;
+		if (i == 1000)
+			kill(child, SIGKILL);
+		usleep(1000);
+	}
+	signals_untrack_child(child);
+}
+
+/* A relative name is the target's current directory's (in its root). */
+static int target_path(pid_t pid, const char *path, char *out, size_t len, struct diag *d)
+{
+	char link[64], cwd[PATH_MAX], rel[PATH_MAX];
+	ssize_t n;
+
+	if (path[0] == '/') {
+		if ((size_t)snprintf(out, len, "%s", path) >= len)
+			return diag_set(d, EXIT_FAIL, "pid %d: %s: name too long", (int)pid, path);
+		return 0;
+	}
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	n = readlink(link, cwd, sizeof(cwd) - 1);
+	if (n <= 0)
+		return diag_errno(d, errno, "pid %d: relative %s: cannot read its cwd", (int)pid,
+				  path);
+	cwd[n] = '\0';
+	if (proc_root_path(pid, cwd, rel, sizeof(rel)) ||
+	    (size_t)snprintf(out, len, "%s/%s", rel, path) >= len)
+		return diag_set(d, EXIT_FAIL, "pid %d: relative %s: its cwd is outside its root",
+				(int)pid, path);
+	return 0;
+}
+
+int proc_root_read_as_target(pid_t pid, const char *path, size_t max, int timeout_ms, char **out,
+			     size_t *len, struct diag *d)
+{
+	size_t cap = max + sizeof(struct reader_tail) + 1;
+	char full[PATH_MAX], *buf;
+	struct proc_creds cr;
+	struct reader_tail t;
+	sigset_t held;
+	int p[2], err;
+	ssize_t n;
+	pid_t child;
+
+	*out = NULL;
+	*len = 0;
+	if (target_path(pid, path, full, sizeof(full), d))
+		return -1;
+	if (proc_creds(pid, &cr))
+		return diag_set(d, EXIT_NO_PROCESS, "pid %d: no such process", (int)pid);
+	buf = malloc(cap);
+	if (!buf)
+		return diag_errno(d, ENOMEM, "pid %d: %s", (int)pid, path);
+	if (pipe2(p, O_CLOEXEC)) {
+		err = errno;
+		free(buf);
+		return diag_errno(d, err, "pid %d: %s: pipe", (int)pid, path);
+	}
+	/* Blocked across the fork, so that no handler of ours runs in the
+	 * child before it has put the defaults back. */
+	signals_block(&held);
+	child = fork();
+	if (child == 0) {
+		close(p[0]);
+		signals_restore(&held);
+		reader_child(pid, full, &cr, max, p[1]);
+	}
+	err = errno;
+	if (child > 0)
+		signals_track_child(child);
+	signals_restore(&held);
+	close(p[1]);
+	if (child < 0) {
+		close(p[0]);
+		free(buf);
+		return diag_errno(d, err, "pid %d: %s: fork", (int)pid, path);
+	}
+	n = reader_collect(p[0], buf, cap, mono_ns() + (uint64_t)timeout_ms * 1000000u);
+	err = errno;
+	close(p[0]);
+	reader_reap(child, n < 0);
+	if (n < (ssize_t)sizeof(t)) {
+		free(buf);
+		if (n < 0 && err == ETIMEDOUT)
+			return diag_set(d, EXIT_FAIL,
+					"pid %d: %s: no answer within %d ms (a hung filesystem?): "
+					"the reader was killed",
+					(int)pid, path, timeout_ms);
+		return diag_set(d, EXIT_FAIL, "pid %d: %s: the reader failed", (int)pid, path);
+	}
+	memcpy(&t, buf + n - sizeof(t), sizeof(t));
+	n -= (ssize_t)sizeof(t);
+	if (t.rc) {
+		free(buf);
+		t.msg[sizeof(t.msg) - 1] = '\0';
+		if (t.creds)
+			return diag_set(
+			    d, EXIT_PERMISSION,
+			    "pid %d: %s: cannot take its credentials (fsuid %u, fsgid %u): "
+			    "%s: not read",
+			    (int)pid, path, cr.fsuid, cr.fsgid, strerror(t.err));
+		if (t.err == EACCES || t.err == EPERM)
+			return diag_set(d, EXIT_PERMISSION,
+					"pid %d: %s: not readable with the target's own rights "
+					"(fsuid %u, fsgid %u): %s",
+					(int)pid, path, cr.fsuid, cr.fsgid, strerror(t.err));
+		return diag_set(d, t.code ? t.code : EXIT_FAIL, "%s", t.msg);
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = (size_t)n;
+	return 0;
 }

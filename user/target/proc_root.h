@@ -32,6 +32,26 @@ int proc_root_open(pid_t pid, const char *path, int flags, struct diag *d);
  */
 int proc_root_open_file(pid_t pid, const char *path, struct diag *d);
 
+/*
+ * A file a target names (a source file, say), read whole as the target
+ * itself could read it, for a root bpfpy must not copy into its outputs
+ * what the target could not see: /etc/shadow named by an unprivileged
+ * target, or a symlink to it. A child process takes the target's fsuid,
+ * fsgid and supplementary groups (proc_creds; none of our capabilities
+ * survive it unless the target's fsuid is 0) and opens the name with
+ * proc_root_open_file (inside the target's root, a regular file only, never
+ * blocking on a FIFO or device); a relative name is taken from the target's
+ * current directory. The child is killed when it has not answered within
+ * timeout_ms (a file on a hung or target-served filesystem), so the call is
+ * bounded. A file over max bytes is not read.
+ * 0 with *out (malloc'd, NUL-terminated, *len bytes besides the NUL), or -1
+ * with d set: EXIT_NO_PROCESS for a process gone, EXIT_PERMISSION for a
+ * file the target could not read itself, EXIT_FAIL otherwise (what it is,
+ * its size, the deadline), each message naming pid and path.
+ */
+int proc_root_read_as_target(pid_t pid, const char *path, size_t max, int timeout_ms, char **out,
+			     size_t *len, struct diag *d);
+
 /* The same through the kernel's own handle on a mapping of pid,
  * /proc/PID/map_files/START-END (reaches deleted and replaced files; needs
  * CAP_SYS_ADMIN). */
