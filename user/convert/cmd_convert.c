@@ -171,6 +171,17 @@ static int on_meta(void *arg, const struct raw_meta *m)
 		return c->oom ? -1 : 0;
 	}
 	errno = 0;
+	if (m->kind == RAW_META_SOURCE || m->kind == RAW_META_NOSOURCE) {
+		/* The sources record read (the heatmap's): convert opens no file
+		 * a recording names, so a file without one stays without. */
+		if ((m->kind == RAW_META_SOURCE
+			 ? profile_set_source(c->prof, m->name, m->text, m->len, m->cut)
+			 : profile_set_source_missing(c->prof, m->name, m->text)) < 0) {
+			c->oom = 1;
+			return -1;
+		}
+		return 0;
+	}
 	if (m->kind == RAW_META_COMM)
 		profile_set_comm(c->prof, m->pid, m->name);
 	else /* a thread without samples has no name to keep */

@@ -47,6 +47,14 @@
  *           | "#thread" SP pid SP tid SP name LF     -- trailer: thread names
  *           | "#source_root" SP name LF     -- trailer: record's --source-root
  *                                              (or its default), for pprof
+ *           | "#src" SP nlines SP cut SP name LF *("#sl" SP name LF)
+ *                 -- trailer: a source file for the heatmap, name its path,
+ *                    then exactly nlines "#sl" lines, its lines 1, 2, ...
+ *                    as profile_set_source() kept them; cut 1: lines past
+ *                    PROFILE_SOURCE_MAX_LINES were left out (profile.h)
+ *           | "#nosrc" SP flen SP name SP name LF
+ *                 -- trailer: a file with no source to show: its path
+ *                    (escaped, flen bytes), then why
  *   sdecimal := ["-"] decimal;  name := escaped (text_escape), may be empty
  *
  * Numbers are canonical decimals (no sign but sdecimal's, no leading zero).
@@ -321,6 +329,8 @@ static void stream_weight(struct raw_stream *rs, uint64_t weight_ns, uint32_t re
 		fprintf(rs->f, "#w %llu %u\n", (unsigned long long)weight_ns, reason);
 }
 
+static int raw_put_sources(FILE *f, const struct profile *p);
+
 int raw_stream_begin(struct raw_stream *rs, const struct profile *p)
 {
 	rs->meta = 1;
@@ -353,7 +363,38 @@ int raw_stream_end(struct raw_stream *rs, const struct profile *p, const char *s
 		put_name(rs->f, source_root);
 		putc('\n', rs->f);
 	}
-	return ferror(rs->f) ? -1 : 0;
+	return raw_put_sources(rs->f, p);
+}
+
+/* The sources the heatmap shows (profile.h): "#src", its lines, or "#nosrc". */
+static int raw_put_sources(FILE *f, const struct profile *p)
+{
+	for (uint32_t i = 0; i < p->nsources; i++) {
+		const struct prof_source *src = &p->sources[i];
+		const char *file = profile_str(p, src->file);
+
+		if (src->why) {
+			size_t n;
+			char *e = esc_dup(file, &n);
+
+			if (!e)
+				return -1;
+			fprintf(f, "#nosrc %zu %s ", n, e);
+			free(e);
+			put_name(f, src->why);
+			putc('\n', f);
+			continue;
+		}
+		fprintf(f, "#src %u %d ", src->nlines, src->cut);
+		put_name(f, file);
+		putc('\n', f);
+		for (uint32_t l = 1; l <= src->nlines; l++) {
+			fputs("#sl ", f);
+			put_name(f, profile_source_line(src, l));
+			putc('\n', f);
+		}
+	}
+	return ferror(f) ? -1 : 0;
 }
 
 /* Room for n more bytes in rs->line, of which used are taken. */

@@ -124,6 +124,13 @@ static char *utf8_dup(const char *s)
 	return out;
 }
 
+static uint32_t intern_str(struct profile *p, const char *s);
+
+uint32_t profile_intern(struct profile *p, const char *s)
+{
+	return intern_str(p, s);
+}
+
 static int str_eq(const struct profile *p, uint32_t id, const void *key)
 {
 	return !strcmp(p->strs[id], key);
@@ -1033,6 +1040,7 @@ void profile_free(struct profile *p)
 	free(p->iframe.slots);
 	free(p->istack.slots);
 	free(p->ithread.slots);
+	profile_sources_free(p);
 	if (p->raw) {
 		free(p->raw->f);
 		free(p->raw->s);

@@ -230,7 +230,55 @@ struct profile {
 	/* The window the profile covers (CLOCK_MONOTONIC ns; 0, 0: from the
 	 * first sample to the last), for pprof's time_nanos and duration. */
 	uint64_t window_start_ns, window_end_ns;
+	/* Source files (sources.c), for the heatmap: by file string id. */
+	struct prof_source *sources;
+	uint32_t nsources, cap_sources;
+	uint32_t *source_of; /* string id -> index + 1 into sources; 0 none */
+	uint32_t nsource_of;
+	uint64_t source_bytes; /* text kept, against PROFILE_SOURCES_MAX */
 };
+
+/*
+ * A source file as the heatmap shows it (sources.c). record reads it while
+ * the target lives, as the target could (proc_root_read_as_target), and raw
+ * carries it, so convert writes what record wrote; nothing else reads a
+ * file a profile names. The text is kept as lines: split where Python
+ * splits them (LF, CRLF, CR), bytes that are not well-formed UTF-8 and NUL
+ * made U+FFFD, a line longer than PROFILE_SOURCE_LINE_MAX bytes cut on a
+ * character and ended with U+2026, at most PROFILE_SOURCE_MAX_LINES lines
+ * (then cut = 1). Doing it again to the lines so made changes nothing, which
+ * is what lets raw round-trip them.
+ */
+#define PROFILE_SOURCE_MAX_BYTES (4u << 20)    /* a file larger is not read */
+#define PROFILE_SOURCE_LINE_MAX	 1024u	       /* bytes of a line kept */
+#define PROFILE_SOURCE_MAX_LINES 200000u       /* lines of a file kept */
+#define PROFILE_SOURCES_MAX	 (64ull << 20) /* text kept in one profile */
+struct prof_source {
+	uint32_t file;	 /* string id */
+	uint32_t nlines; /* lines 1..nlines are line[0..nlines-1] */
+	char *text;	 /* the lines, each NUL-terminated, one after the other */
+	uint32_t *off;	 /* line i starts at text + off[i] */
+	int cut;	 /* lines past PROFILE_SOURCE_MAX_LINES were left out */
+	char *why;	 /* no text: why not (valid UTF-8), else NULL */
+};
+/* The source of file (a name) from len bytes of text, cut if lines were
+ * left out of it already (raw's "#src ... 1"): 0; 1 when its lines would
+ * take the profile past PROFILE_SOURCES_MAX bytes (then kept as missing,
+ * with that reason); -1 with errno = ENOMEM. A file given twice keeps its
+ * first. */
+int profile_set_source(struct profile *p, const char *file, const char *text, size_t len, int cut);
+/* file has no source to show, for why (any bytes; kept as valid UTF-8). */
+int profile_set_source_missing(struct profile *p, const char *file, const char *why);
+/* The source entry of a file string id, or NULL (nothing was tried). */
+const struct prof_source *profile_source(const struct profile *p, uint32_t file);
+/* Line n (1-based) of src, or NULL past its end. */
+static inline const char *profile_source_line(const struct prof_source *src, uint32_t n)
+{
+	return src->text && n >= 1 && n <= src->nlines ? src->text + src->off[n - 1] : NULL;
+}
+/* The id of s in p's strings, added if new; UINT32_MAX on ENOMEM. */
+uint32_t profile_intern(struct profile *p, const char *s);
+void profile_sources_free(struct profile *p);
 
 struct profile_out_opts {
 	int threads;	   /* keep threads apart: prefix pid:N;tid:N */
@@ -385,6 +433,9 @@ int gecko_write(FILE *f, const struct profile *p, const struct profile_out_opts 
 int profile_gzip(FILE *f, const uint8_t *data, size_t len);
 /* s (NULL as "") as a JSON string, quotes included: json-c escapes it. */
 void json_put_str(FILE *f, const char *s);
+/* A source heatmap, one self-contained HTML page (out_heatmap.c). */
+int heatmap_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
+		  struct diag *d);
 /* Chrome Trace Event Format: the samples as a timeline (out_chrome.c). */
 int chrome_write(FILE *f, const struct profile *p, const struct profile_out_opts *o,
 		 struct diag *d);
@@ -496,6 +547,7 @@ void out_file_wrote(const char *cmd, const char *path, uint64_t samples, const c
 #define PROFILE_FMT_AGGREGATE 1u /* written from the aggregated stacks */
 #define PROFILE_FMT_ORDERED   2u /* needs the samples in time order */
 #define PROFILE_FMT_STREAM    4u /* one line per sample, as they come */
+#define PROFILE_FMT_SOURCES   8u /* shows source files: record reads them (sources.c) */
 
 struct profile_format {
 	const char *name;

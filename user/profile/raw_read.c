@@ -30,6 +30,13 @@ struct raw_rd {
 	uint64_t weight_ns; /* a #w line waiting for its sample */
 	uint32_t reason;
 	int have_w;
+	/* A "#src" whose "#sl" lines are being read: its file, lines to come,
+	 * cut flag, and the lines so far (each ended by LF); also #nosrc's why. */
+	char *src_file;
+	uint32_t src_left;
+	int src_cut;
+	char *src_buf;
+	size_t src_len, src_cap;
 };
 
 /* Decimal as the writer prints it: no sign, no leading zero (but "0"). */
@@ -393,6 +400,99 @@ bad:
 	return -1;
 }
 
+/* Append n bytes and a LF to rd's source buffer, within RAW_MAX_SOURCE. */
+static int src_add(struct raw_rd *rd, const char *s, size_t n, const char **why, int *oom)
+{
+	if (rd->src_len + n + 1 > RAW_MAX_SOURCE)
+		return *why = "#sl (a source over 16 MiB)", -1;
+	if (rd->src_len + n + 2 > rd->src_cap) {
+		size_t cap = rd->src_cap ? rd->src_cap : 65536;
+		char *nb;
+
+		while (cap < rd->src_len + n + 2)
+			cap *= 2;
+		nb = realloc(rd->src_buf, cap);
+		if (!nb)
+			return *oom = 1, -1;
+		rd->src_buf = nb;
+		rd->src_cap = cap;
+	}
+	memcpy(rd->src_buf + rd->src_len, s, n);
+	rd->src_len += n;
+	rd->src_buf[rd->src_len++] = '\n';
+	rd->src_buf[rd->src_len] = '\0';
+	return 0;
+}
+
+/* The file of a "#src" once its last "#sl" is read (m set: 1), else 0. */
+static int src_done(struct raw_rd *rd, struct raw_meta *m)
+{
+	if (rd->src_left)
+		return 0;
+	m->kind = RAW_META_SOURCE;
+	m->name = rd->src_file;
+	m->text = rd->src_len ? rd->src_buf : "";
+	m->len = rd->src_len;
+	m->cut = rd->src_cut;
+	rd->src_file = NULL;
+	rd->src_len = 0;
+	return 1;
+}
+
+/* "#src nlines cut file", "#sl line" (one of its lines), "#nosrc flen file why". */
+static int parse_source(struct raw_rd *rd, size_t k, char *p, struct raw_meta *m, const char **why,
+			int *oom)
+{
+	uint64_t n, cut;
+	char *s;
+
+	if (k == 2) { /* "#sl" */
+		if (!rd->src_file)
+			return *why = "#sl (no #src before it)", -1;
+		if (!(s = unescape_name(p, why, oom)))
+			return -1;
+		if (strlen(s) > PROFILE_SOURCE_LINE_MAX) {
+			free(s);
+			return *why = "#sl (a line longer than bpfpy keeps)", -1;
+		}
+		n = src_add(rd, s, strlen(s), why, oom);
+		free(s);
+		if (n)
+			return -1;
+		rd->src_left--;
+		return src_done(rd, m);
+	}
+	if (k == 3) { /* "#src" */
+		if (!(p = field_u(p, PROFILE_SOURCE_MAX_LINES, &n)) || !(p = field_u(p, 1, &cut)))
+			return *why = "#src nlines or cut", -1;
+		if (!(rd->src_file = unescape_name(p, why, oom)))
+			return -1;
+		rd->src_left = (uint32_t)n;
+		rd->src_cut = (int)cut;
+		rd->src_len = 0;
+		return src_done(rd, m);
+	}
+	/* "#nosrc" */
+	if (!(p = field_u(p, RAW_MAX_LINE, &n)) || strlen(p) < n + 1 || p[n] != ' ')
+		return *why = "#nosrc flen", -1;
+	p[n] = '\0';
+	if (!(m->name = unescape_name(p, why, oom)))
+		return -1;
+	rd->src_len = 0;
+	if (!(s = unescape_name(p + n + 1, why, oom)) || src_add(rd, s, strlen(s), why, oom)) {
+		free(s);
+		free((char *)m->name);
+		m->name = NULL;
+		return -1;
+	}
+	free(s);
+	rd->src_buf[--rd->src_len] = '\0'; /* no LF after a why */
+	m->kind = RAW_META_NOSOURCE;
+	m->text = rd->src_buf;
+	m->len = rd->src_len;
+	return 1;
+}
+
 /* A '#' line but the header: 0 done, 1 a name for meta (m set), -1 bad. */
 static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const char **why, int *oom)
 {
@@ -401,6 +501,11 @@ static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const c
 	uint64_t v;
 
 	memset(m, 0, sizeof(*m));
+	if (rd->src_file && !(k == 2 && !strncmp(line + 1, "sl", 2)))
+		return *why = "#src (fewer #sl lines than it says)", -1;
+	if ((k == 2 && !strncmp(line + 1, "sl", 2)) || (k == 3 && !strncmp(line + 1, "src", 3)) ||
+	    (k == 5 && !strncmp(line + 1, "nosrc", 5)))
+		return parse_source(rd, k, p, m, why, oom);
 	if (k == 1 && line[1] == 'w') {
 		if (rd->have_w)
 			return *why = "#w (two for one sample)", -1;
@@ -443,6 +548,8 @@ static int parse_meta(struct raw_rd *rd, char *line, struct raw_meta *m, const c
 
 static void rd_free(struct raw_rd *rd)
 {
+	free(rd->src_file);
+	free(rd->src_buf);
 	raw_defs_free(rd->defs);
 	for (uint32_t i = 0; i < rd->nlibs; i++) {
 		free(rd->libs[i]->path);
@@ -495,6 +602,10 @@ int raw_read(FILE *f, const char *name, raw_sample_fn fn, raw_meta_fn meta, void
 			goto out;
 		}
 		buf[len] = 0;
+		if (buf[0] != '#' && rd.src_file) {
+			why = "#src (fewer #sl lines than it says)";
+			goto bad;
+		}
 		if (buf[0] != '#') {
 			if (parse_sample(buf, len, &s, frames, &rd, &why))
 				goto bad;
@@ -531,6 +642,11 @@ int raw_read(FILE *f, const char *name, raw_sample_fn fn, raw_meta_fn meta, void
 	bad:
 		diag_set(d, EXIT_USAGE, "%s:%llu: bad %s: not bpfpy raw", name,
 			 (unsigned long long)lineno, why);
+		goto out;
+	}
+	if (rd.src_file) {
+		diag_set(d, EXIT_USAGE,
+			 "%s: the last #src has fewer #sl lines than it says: not bpfpy raw", name);
 		goto out;
 	}
 	rc = 0;

@@ -34,6 +34,8 @@ enum raw_meta_kind {
 	RAW_META_COMM,	      /* pid, name */
 	RAW_META_THREAD,      /* pid, tid, name */
 	RAW_META_SOURCE_ROOT, /* name: the --source-root record gave pprof */
+	RAW_META_SOURCE,      /* name: a file; text, len: its lines, each ended by LF; cut */
+	RAW_META_NOSOURCE,    /* name: a file; text: why it has no source */
 };
 struct raw_meta {
 	enum raw_meta_kind kind;
@@ -43,7 +45,14 @@ struct raw_meta {
 	int64_t realtime_off;
 	uint32_t pid, tid;
 	const char *name; /* unescaped, valid during the call only */
+	const char *text; /* RAW_META_SOURCE, _NOSOURCE: valid during the call only */
+	size_t len;
+	int cut;
 };
+
+/* Bytes of one "#src" file's lines a reader holds at most: more than
+ * record keeps of a PROFILE_SOURCE_MAX_BYTES file however it is cleaned. */
+#define RAW_MAX_SOURCE (16u << 20)
 /* Non-zero stops the reading, as raw_sample_fn's does. */
 typedef int (*raw_meta_fn)(void *ctx, const struct raw_meta *m);
 
