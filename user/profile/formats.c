@@ -31,6 +31,7 @@ static const char *const ext_raw[] = {".raw", NULL};
 static const char *const ext_chrome[] = {".trace.json", ".chrome.json", NULL};
 static const char *const ext_pstats[] = {".pstats", ".prof", NULL};
 static const char *const ext_gecko[] = {".json.gz", ".gecko.json.gz", NULL};
+static const char *const ext_heatmap[] = {".html", ".heatmap.html", NULL};
 static const char *const alias_collapsed[] = {"folded", NULL};
 static const char *const no_alias[] = {NULL};
 
@@ -61,6 +62,12 @@ const struct profile_format profile_formats[] = {
      "stack, frame and string tables, categories Python, Native, Kernel, Off-CPU, Other, and "
      "a marker per off-CPU interval",
      PROFILE_FMT_ORDERED},
+    {"heatmap", ext_heatmap, no_alias, heatmap_write,
+     "a self-contained HTML page: per source file every line with its self and total share, "
+     "with --opcodes its top opcodes, specialized share and hottest instruction's columns; "
+     "files by samples, opened on the hottest line; record keeps the sources, read as the "
+     "target could",
+     PROFILE_FMT_AGGREGATE | PROFILE_FMT_SOURCES},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 

@@ -42,6 +42,7 @@
 #include "text_escape.h"
 #include "offcpu.h"
 #include "proc.h"
+#include "proc_root.h"
 #include "rotate.h"
 
 /* -o may be given this many times: one recording, written in each format. */
@@ -196,7 +197,15 @@ static const char doc[] =
     "--gil: how many samples of threads not holding the GIL were dropped. When any sample "
     "was collecting garbage: '[gc]: N samples of a thread collecting garbage'. With "
     "--exception: '--exception: N samples with an exception in flight, N being handled; N "
-    "ticks of threads without one not sampled, N dropped (the type could not be named)'.\n"
+    "ticks of threads without one not sampled, N dropped (the type could not be named)'. "
+    "With a heatmap output: 'sources: N files read as their target could, N not (the page "
+    "says why), T ms reading'.\n"
+    "HEATMAP. A heatmap output makes record read, at the first sample of each source file "
+    "(once per --rotate window), the file the code names, as its target could read it: a "
+    "child process with the target's fsuid, fsgid and groups opens it inside the target's "
+    "root (a relative name from its cwd), a regular file only, at most 4 MiB, killed after "
+    "500 ms; 10 s of reading in all. raw written beside it carries the sources for convert "
+    "(docs/formats.md, \"Heatmap\").\n"
     "GC AND EXCEPTIONS. A sample of the thread that holds the GIL while the interpreter "
     "collects garbage (gc.collecting of the newest interpreter: the main one in a program "
     "without subinterpreters) gets a [gc] frame at its "
@@ -540,6 +549,11 @@ struct rec_ctx {
 	struct op_mark op;	  /* --opcodes: the sample's instruction mark */
 	struct op_stats op_stats;
 	struct rotator *rot; /* --rotate, or NULL */
+	/* An output shows sources (the heatmap): of the profile's functions,
+	 * how many had their file's source looked for; and what it cost. */
+	int sources;
+	uint32_t sourced;
+	uint64_t src_read, src_missing, src_ns;
 };
 
 /* A sample of a thread still waiting for its threading name: look again
@@ -608,6 +622,53 @@ static void name_new_threads(struct rec_ctx *c)
 				c->pend[c->npend++] = (struct pend_name){th->pid, th->tid, 0};
 		}
 		profile_set_thread_name(c->prof, th->pid, th->tid, pyname ? pyname : name);
+	}
+}
+
+/* Sources read after this much time spent reading them are not read: a
+ * target naming thousands of files on a filesystem that answers slowly must
+ * not hold the drain for long. Each read has its own deadline too. */
+#define SOURCE_BUDGET_NS (10ull * 1000000000ull)
+#define SOURCE_READ_MS	 500
+
+/* Files of Python functions the profile met for the first time, in a
+ * sample of pid: their source for the heatmap, read as the target could
+ * read it (proc_root_read_as_target), once per file and window. Counted by
+ * the profile's function table, so the per-sample path pays no lookup. */
+static void read_new_sources(struct rec_ctx *c, uint32_t pid)
+{
+	for (; c->sources && c->sourced < c->prof->nfuncs; c->sourced++) {
+		const struct prof_func *fn = &c->prof->funcs[c->sourced];
+		const char *file = profile_str(c->prof, fn->file);
+		struct diag d = {0};
+		uint64_t t0 = mono_ns();
+		char *text = NULL;
+		size_t len = 0;
+
+		if (fn->kind != FRAME_KIND_PYTHON || !*file || profile_source(c->prof, fn->file))
+			continue;
+		if (c->src_ns > SOURCE_BUDGET_NS)
+			diag_set(&d, EXIT_FAIL,
+				 "not read: record spent its %llu s for reading "
+				 "sources already",
+				 SOURCE_BUDGET_NS / 1000000000ull);
+		/* "<string>", "<frozen os>": Python's names for code without
+		 * a file of its own. */
+		else if (file[0] == '<' && file[strlen(file) - 1] == '>')
+			diag_set(&d, EXIT_FAIL, "not a file (Python's name for code without one)");
+		/* Stored names are valid UTF-8: a name that was not is not the
+		 * file's any more. */
+		else if (strstr(file, "\xef\xbf\xbd"))
+			diag_set(&d, EXIT_FAIL, "not read: its name is not valid UTF-8");
+		else if (!proc_root_read_as_target((pid_t)pid, file, PROFILE_SOURCE_MAX_BYTES,
+						   SOURCE_READ_MS, &text, &len, &d))
+			c->src_read++;
+		c->src_ns += mono_ns() - t0;
+		if (text ? profile_set_source(c->prof, file, text, len, 0) < 0
+			 : profile_set_source_missing(c->prof, file, d.msg))
+			c->prof->oom = 1;
+		c->src_missing += !text;
+		free(text);
 	}
 }
 
@@ -778,6 +839,7 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	if (c->npend)
 		name_pending(c, t, h);
 	name_new_threads(c);
+	read_new_sources(c, h->pid);
 	return 0;
 }
 
@@ -941,6 +1003,12 @@ static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const 
 		fprintf(
 		    stderr, "  async-mode all: %llu task graphs read, %llu waiting-task samples\n",
 		    (unsigned long long)c->async.snapshots, (unsigned long long)c->async.waiting);
+	if (c->sources)
+		fprintf(stderr,
+			"  sources: %llu files read as their target could, %llu not (the page "
+			"says why), %.1f ms reading\n",
+			(unsigned long long)c->src_read, (unsigned long long)c->src_missing,
+			c->src_ns / 1e6);
 	for (int e = 1; e < WALK_ERR__COUNT; e++)
 		if (cnt[CNT_ERR_BASE + e])
 			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
@@ -1086,6 +1154,7 @@ static void emit_waiting(void *ctx, const struct sym_sample *s)
 		raw_stream_write(&c->raw, s, 0, 0);
 	profile_add_weighted(c->prof, s, 0, 0);
 	c->samples++;
+	read_new_sources(c, s->pid);
 }
 
 /* --rotate: the window ends between two records; the threads of the next
@@ -1098,6 +1167,7 @@ static void cut_window(struct rec_ctx *c, int final)
 		return;
 	}
 	c->named = c->npend = 0;
+	c->sourced = 0;
 	c->last = NULL;
 	targets_compact(c->ts);
 }
@@ -1287,8 +1357,10 @@ static int record_prepare(struct rec_ctx *c, const struct profile_format **forma
 	/* Only speedscope writes the profile's samples in time order (raw is
 	 * streamed, not kept). For the others the order is memory spent for
 	 * nothing: 24 bytes a sample, megabytes a minute for a long -a run. */
-	for (int i = 0; i < (o->noutputs ? o->noutputs : 1); i++)
+	for (int i = 0; i < (o->noutputs ? o->noutputs : 1); i++) {
 		ordered |= !!(formats[i]->flags & PROFILE_FMT_ORDERED);
+		c->sources |= !!(formats[i]->flags & PROFILE_FMT_SOURCES);
+	}
 	if (!ordered)
 		profile_set_max_ordered(c->prof, 0);
 	/* On-CPU samples weigh 1/RATE s each, off-CPU intervals their time. */
