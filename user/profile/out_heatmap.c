@@ -44,10 +44,10 @@ struct hm_file {
 	uint32_t rank;		      /* its place in the file list */
 };
 
-struct hm_op { /* an opcode on a line, or (kind 1) a column span */
+struct hm_op { /* an opcode on a line, or (kind 1) an instruction there */
 	uint32_t line, kind;
 	uint32_t name; /* string id of the mark (kind 0) */
-	int c0, c1;    /* kind 1 */
+	int c0, c1;    /* kind 1: its columns */
 	uint64_t count;
 };
 
@@ -120,13 +120,17 @@ static int64_t line_of(struct hm *h, uint32_t str, int line)
 	return h->nlines++;
 }
 
-/* An opcode (kind 0, name) or column span (kind 1, c0-c1) of line li. */
-static int op_add(struct hm *h, uint32_t li, uint32_t kind, uint32_t name, int c0, int c1,
+/* An opcode (kind 0, name its mark's string id) or an instruction (kind
+ * 1, name its index, -1 unknown: then told apart by its columns c0-c1) of
+ * line li. */
+static int op_add(struct hm *h, uint32_t li, uint32_t kind, int64_t name, int c0, int c1,
 		  uint64_t v)
 {
-	uint64_t key = (uint64_t)li << 32 |
-		       (kind ? 1u << 31 | (uint32_t)(c0 & 0x7fff) << 16 | (uint32_t)(c1 & 0xffff)
-			     : name & 0x7fffffffu);
+	uint32_t k = !kind ? (uint32_t)name & 0x7fffffffu
+		     : name >= 0
+			 ? 1u << 31 | ((uint32_t)name & 0xffffffu)
+			 : 3u << 30 | (uint32_t)(c0 & 0x7fff) << 15 | (uint32_t)(c1 & 0x7fff);
+	uint64_t key = (uint64_t)li << 32 | k;
 	int fresh;
 	int64_t i = id_map_intern(&h->op_ix, key, &fresh);
 
@@ -135,25 +139,23 @@ static int op_add(struct hm *h, uint32_t li, uint32_t kind, uint32_t name, int c
 	if (fresh) {
 		if (grow_n((void **)&h->ops, &h->cap_ops, h->nops + 1, sizeof(*h->ops)))
 			return -1;
-		h->ops[h->nops++] = (struct hm_op){li, kind, name, c0, c1, 0};
+		h->ops[h->nops++] = (struct hm_op){li, kind, (uint32_t)name, c0, c1, 0};
 		h->lines[li].nspan += kind;
 	}
 	h->ops[i].count += v;
 	return 0;
 }
 
-/* An "[op NAME]" or "[op NAME (BASE)]" mark (record --opcodes). */
-static int is_op_mark(const struct profile *p, const struct prof_func *fn)
+/* The column span of an instruction mark: 0 and [col, endcol) in its
+ * line's bytes, or -1 when it has none (before 3.11, a span ending on a
+ * later line, an empty one such as RESUME's, or not read). */
+static int op_span(const struct prof_op *op, int *c0, int *c1)
 {
-	return fn->kind == FRAME_KIND_MARK && !strncmp(profile_str(p, fn->name), "[op ", 4);
-}
-
-/* The column span of an op mark's frame: 0 and [c0, c1) in the line's
- * bytes, or -1 when it has none (before 3.11, or not recorded). */
-static int op_span(const struct profile *p, const struct prof_frame *fr, int *c0, int *c1)
-{
-	(void)p, (void)fr, (void)c0, (void)c1;
-	return -1;
+	if (op->col < 0 || op->endcol <= op->col)
+		return -1;
+	*c0 = op->col;
+	*c1 = op->endcol;
+	return 0;
 }
 
 /* One stack: self on its innermost Python line, total on each of its
@@ -163,6 +165,7 @@ static int hm_stack(struct hm *h, const struct prof_stack *st, uint64_t stamp)
 	const struct profile *p = h->p;
 	uint64_t v = profile_stack_value(p, st);
 	int self_done = 0, op_done = 0;
+	struct prof_op op;
 
 	h->sum += v;
 	for (uint32_t j = 0; j < st->nframes; j++) {
@@ -170,16 +173,19 @@ static int hm_stack(struct hm *h, const struct prof_stack *st, uint64_t stamp)
 		const struct prof_func *fn = &p->funcs[fr->func];
 		int64_t li;
 
-		if (!op_done && is_op_mark(p, fn) && *profile_str(p, fn->file)) {
+		if (!op_done && fn->kind == FRAME_KIND_MARK && profile_op(p, st->frames[j], &op)) {
 			int c0, c1;
 
 			op_done = 1;
+			if (!*op.file)
+				continue;
 			li = line_of(h, fn->file, fr->line);
 			if (li < 0 || op_add(h, (uint32_t)li, 0, fn->name, 0, 0, v) ||
-			    (!op_span(p, fr, &c0, &c1) && op_add(h, (uint32_t)li, 1, 0, c0, c1, v)))
+			    (!op_span(&op, &c0, &c1) &&
+			     op_add(h, (uint32_t)li, 1, op.index, c0, c1, v)))
 				return -1;
 			h->lines[li].nops += v;
-			h->lines[li].nspec += strstr(profile_str(p, fn->name), " (") ? v : 0;
+			h->lines[li].nspec += op.specialized ? v : 0;
 			h->op_total += v;
 			continue;
 		}
@@ -310,7 +316,7 @@ static void put_share(FILE *f, uint64_t v, uint64_t of)
 		fprintf(f, "%.2f%%", 100.0 * (double)v / (double)of);
 }
 
-/* The hottest span of line li, or -1. */
+/* The most sampled instruction (with columns) of line li, or -1. */
 static int64_t hot_span(const struct hm *h, uint32_t li)
 {
 	int64_t best = -1;
@@ -380,7 +386,7 @@ static void put_code(FILE *f, const struct hm *h, uint32_t li, const char *text)
 	out_put_markup(f, text + b);
 }
 
-/* One row: line, shares, span, opcodes, specialized share, source (text
+/* One row: line, shares, specialized share, span, opcodes, source (text
  * NULL: none). li: the line's entry, UINT32_MAX for a line not sampled. */
 static void put_row(FILE *f, const struct hm *h, uint32_t fi, uint32_t li, int line,
 		    const char *text)
@@ -408,15 +414,15 @@ static void put_row(FILE *f, const struct hm *h, uint32_t fi, uint32_t li, int l
 	fputs("</td><td class=\"total\">", f);
 	if (l)
 		put_share(f, l->total, h->sum);
+	fputs("</td><td class=\"spec\">", f);
+	if (l && l->nops)
+		fprintf(f, "%.2f%%", 100.0 * (double)l->nspec / (double)l->nops);
 	fputs("</td><td class=\"col\">", f);
 	if (s >= 0)
 		fprintf(f, "%d-%d", h->ops[s].c0, h->ops[s].c1);
 	fputs("</td><td class=\"ops\">", f);
 	if (l && l->nops)
 		put_ops(f, h, li);
-	fputs("</td><td class=\"spec\">", f);
-	if (l && l->nops)
-		fprintf(f, "%.2f%%", 100.0 * (double)l->nspec / (double)l->nops);
 	fputs("</td><td class=\"code\"><code>", f);
 	if (text && l)
 		put_code(f, h, li, text);
@@ -466,8 +472,8 @@ static void put_file(FILE *f, const struct hm *h, uint32_t fi)
 		hf->nlines);
 	src = put_source_note(f, h, fi);
 	fputs("<table class=\"lines\"><thead><tr><th>line</th><th>self</th><th>total</th>"
-	      "<th class=\"col\">columns</th><th class=\"ops\">top opcodes</th>"
-	      "<th class=\"spec\">specialized</th><th>source</th></tr></thead><tbody>\n",
+	      "<th class=\"spec\">specialized</th><th class=\"col\">columns</th>"
+	      "<th class=\"ops\">top opcodes</th><th>source</th></tr></thead><tbody>\n",
 	      f);
 	/* Sampled lines before line 1 (-1: before the first instruction). */
 	for (; k < hf->nlines && h->lines[hf->lines[k]].line < 1; k++)
@@ -572,7 +578,8 @@ static const char css[] =
     "th{position:sticky;top:0;background:#eee}#files td:first-child,#files th:first-child,"
     "#hotlines td:last-child,#hotlines th:last-child{text-align:left;white-space:normal;"
     "word-break:break-all}body.no-ops .col,body.no-ops .ops,body.no-ops .spec{display:none}"
-    "td.code,th:last-child,td.ops{text-align:left}td.code code{white-space:pre}"
+    "td.code,th:last-child,td.ops,th.ops{text-align:left}td.code code{white-space:pre}"
+    "td.ops{white-space:normal;min-width:14em;max-width:20em;font-size:11px;line-height:1.2}"
     "td.ln{color:#888}tr.on-stack{background:#eef3ff}tr.hot{outline:2px solid #c00}"
     "tr.sel{background:#ffe9c0}mark{background:#ff0;outline:1px solid #a80}"
     "section.file h2 code{word-break:break-all;white-space:normal}";
