@@ -735,10 +735,11 @@ static void test_format_table(void **state)
 	assert_non_null(profile_format_find("svg", PROFILE_FMT_AGGREGATE));
 	assert_ptr_equal(profile_format_for_path("x.FOLDED"), f);
 	list = profile_format_list(0, 0, 0);
-	assert_string_equal(list, "collapsed, speedscope, pprof, svg, raw, chrome, pstats, gecko");
+	assert_string_equal(list,
+			    "collapsed, speedscope, pprof, svg, raw, chrome, pstats, gecko, heatmap");
 	free(list);
 	list = profile_format_list(PROFILE_FMT_AGGREGATE, 0, 0);
-	assert_string_equal(list, "collapsed, pprof, svg, pstats");
+	assert_string_equal(list, "collapsed, pprof, svg, pstats, heatmap");
 	free(list);
 	list = profile_format_help("a " PROFILE_FORMATS_MARK " b", 0);
 	assert_non_null(strstr(list, "a collapsed (.folded, .collapsed, .txt: root first"));
@@ -771,6 +772,7 @@ static void test_format_from_path(void **state)
 	assert_string_equal(profile_format_from_path("a.pstats"), "pstats");
 	/* The longer extension wins: .json.gz is gecko, .json speedscope. */
 	assert_string_equal(profile_format_from_path("a.json.gz"), "gecko");
+	assert_string_equal(profile_format_from_path("a.html"), "heatmap");
 	assert_null(profile_format_from_path("a.gz"));
 	assert_null(profile_format_from_path("folded"));
 }
