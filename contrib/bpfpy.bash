@@ -54,7 +54,7 @@ _bpfpy() {
 		--async-mode) COMPREPLY=($(compgen -W 'running all' -- "$cur")); return ;;
 		--clock) COMPREPLY=($(compgen -W 'cpu offcpu wall snapshot' -- "$cur")); return ;;
 		-d|--duration) :; return ;;
-		-f|--format) COMPREPLY=($(compgen -W 'collapsed speedscope pprof svg raw chrome pstats gecko' -- "$cur")); return ;;
+		-f|--format) COMPREPLY=($(compgen -W 'collapsed speedscope pprof svg raw chrome pstats gecko heatmap' -- "$cur")); return ;;
 		-F|--rate) :; return ;;
 		--max-depth) :; return ;;
 		--min-block-us) :; return ;;
@@ -107,7 +107,7 @@ _bpfpy() {
 		case $prev in
 		--cutoff) :; return ;;
 		-d|--duration) :; return ;;
-		-f|--format) COMPREPLY=($(compgen -W 'summary chrome collapsed pprof svg pstats' -- "$cur")); return ;;
+		-f|--format) COMPREPLY=($(compgen -W 'summary chrome collapsed pprof svg pstats heatmap' -- "$cur")); return ;;
 		--interval) :; return ;;
 		--max-depth) :; return ;;
 		-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -141,7 +141,7 @@ _bpfpy() {
 	convert)
 		case $prev in
 		--clock) COMPREPLY=($(compgen -W 'cpu wall' -- "$cur")); return ;;
-		-f|--format) COMPREPLY=($(compgen -W 'collapsed speedscope pprof svg raw chrome pstats gecko' -- "$cur")); return ;;
+		-f|--format) COMPREPLY=($(compgen -W 'collapsed speedscope pprof svg raw chrome pstats gecko heatmap' -- "$cur")); return ;;
 		-F|--rate) :; return ;;
 		-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--source-root) COMPREPLY=($(compgen -f -- "$cur")); return ;;
