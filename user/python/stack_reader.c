@@ -59,6 +59,7 @@ int stack_read_thread_addrs(struct mem_reader *r, const struct proc_config *cfg,
 	ts->flags = 0;
 	ts->err = 0;
 	ts->nframes = 0;
+	ts->leaf_op = ts->op_flags = 0;
 	ts->tid = stack_thread_tid(r, cfg, tstate);
 	ts->pthread_id = 0;
 	if (!mem_read(r, &v, sizeof(v), tstate + o->tstate_thread_id))
@@ -74,6 +75,12 @@ int stack_read_thread_addrs(struct mem_reader *r, const struct proc_config *cfg,
 		return -1;
 	}
 	ts->nframes = w.n;
+	ts->leaf_op = ts->op_flags = 0;
+	if (w.n && (cfg->flags & PROC_OPCODES)) {
+		__u64 tmp[2];
+
+		ts->op_flags = walk_leaf_op(r, cfg, &ts->frames[0], &ts->leaf_op, tmp);
+	}
 	return 0;
 }
 

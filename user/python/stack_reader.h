@@ -22,7 +22,10 @@ struct thread_stack {
 	uint32_t tid;	     /* OS thread id; 0 where the version does not keep it */
 	uint8_t flags;	     /* SAMPLE_* */
 	uint8_t err;	     /* enum walk_error, with SAMPLE_ERROR */
-	uint16_t pad;
+	/* cfg->flags has PROC_OPCODES: the leaf frame's instruction byte and
+	 * OP_* flags, read by the one walker's walk_leaf_op() as the kernel
+	 * reads them (bpfpy.h, sample_hdr.leaf_op); else 0, 0. */
+	uint8_t leaf_op, op_flags;
 	uint32_t nframes;
 	uint32_t visited;
 	struct frame_rec frames[BPFPY_MAX_DEPTH]; /* leaf first */

@@ -28,6 +28,17 @@ struct op_mark {
 	char name[96];
 };
 
+struct code_cache;
+struct py_process;
+
+/* The mark of the byte op read with flags (sample_hdr.leaf_op, op_flags, or
+ * thread_stack's from the user-space walker) at leaf, the leaf frame, of a
+ * process proc whose code cache is cache: what op_mark_make() does for
+ * record, for any reader of the one walker (the oracle's modes). Strings as
+ * op_mark_make()'s. */
+void op_mark_of(const struct py_process *proc, struct code_cache *cache, uint8_t op, uint8_t flags,
+		const struct frame_rec *leaf, struct op_mark *m, struct op_stats *st);
+
 /* Make m the mark of the sample h of target t (frames: the kernel's, leaf
  * first; h->nframes > 0). The strings are the code cache's and m's: valid
  * until code_cache_end_sample(t->cache), and while m is. */
