@@ -75,7 +75,9 @@ struct stack {
  * name is in the case's own file (own), given under a directory as a
  * sampler would report it; "name@=FILE" has FILE as it is, without one
  * (a short path, as Tachyon's collapsed output gives). "name*K" repeats a
- * frame K times. "task=NAME" is an async sampler's [task NAME] mark.
+ * frame K times. "task=NAME" is an async sampler's [task NAME] mark,
+ * "op=NAME" an instruction mark ("op=?": one whose instruction the sampler
+ * did not report).
  */
 static void build(struct stack *s, const char *own, const char *spec)
 {
@@ -86,14 +88,16 @@ static void build(struct stack *s, const char *own, const char *spec)
 	snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		char *star = strrchr(tok, '*'), *colon, *at;
-		int rep = 1, line = 0, k, task = !strncmp(tok, "task=", 5);
+		int rep = 1, line = 0, k, task = !strncmp(tok, "task=", 5),
+		    op = !strncmp(tok, "op=", 3);
 
-		if (task) {
+		if (task || op) {
 			assert_true(n < MAXF);
-			snprintf(s->names[n], sizeof(s->names[n]), "%s", tok + 5);
+			snprintf(s->names[n], sizeof(s->names[n]), "%s", tok + (task ? 5 : 3));
 			s->files[n][0] = 0;
 			root[n].line = 0;
-			root[n].task = 1;
+			root[n].task = task;
+			root[n].op = op;
 			n++;
 			continue;
 		}
@@ -119,6 +123,7 @@ static void build(struct stack *s, const char *own, const char *spec)
 					 at && strchr(at, '/') ? "" : "/opt/cases/", at ? at : own);
 			root[n].line = line;
 			root[n].task = 0;
+			root[n].op = 0;
 			n++;
 		}
 	}
@@ -128,6 +133,10 @@ static void build(struct stack *s, const char *own, const char *spec)
 		s->f[i].file = s->files[n - 1 - i];
 		s->f[i].line = root[n - 1 - i].line;
 		s->f[i].task = root[n - 1 - i].task;
+		s->f[i].op = root[n - 1 - i].op;
+		/* "op=?": a sampler that reported no instruction */
+		if (s->f[i].op && !strcmp(s->f[i].name, "?"))
+			s->f[i].name = NULL;
 	}
 	s->n = n;
 }
@@ -732,6 +741,68 @@ static void test_task_items(void **state)
 	assert_non_null(strstr(d.msg, "bad repetition"));
 }
 
+/* op:GLOB takes an [op NAME] mark and nothing else; ".", "*" take it
+ * too, "~" and names never do; "opcodes" says the case wants them. And the
+ * shipped opcode_phases on each side of 3.11. */
+static void test_op_items(void **state)
+{
+	const char *text = "opcodes\n"
+			   "allow <module> main op:\n"
+			   "allow <module> main add:7 op:LOAD_*[A-Z]\n"
+			   "allow <module> main add:7 op:BINARY_OP_ADD_INT\n"
+			   "allow <module> main sleep@time.py .\n"
+			   "deny [the add shown generic] * add:7 op:BINARY_OP\n";
+	struct rules *r = NULL;
+	struct diag d = {0};
+
+	(void)state;
+	assert_int_equal(rules_parse(text, "t.rules", "t.py", &r, &d), 0);
+	assert_true(rules_opcodes(r));
+	POSSIBLE(r, NULL, "<module> main op=CALL", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main op=<unread>", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main add:7 op=LOAD_FAST__LOAD_CONST", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main add:7 op=BINARY_OP_ADD_INT", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main sleep@time.py op=CALL", 1, PY312);
+	IMPOSSIBLE(r, NULL, "<module> main add:7 op=BINARY_OP", 1, PY312, "the add shown generic");
+	IMPOSSIBLE(r, NULL, "<module> main add:7 op=STORE_FAST", 1, PY312, "no allow rule");
+	/* a mark is no name, and a name no mark; no mark where one is due */
+	IMPOSSIBLE(r, NULL, "<module> main add:7 LOAD_FAST", 1, PY312, "no allow rule");
+	IMPOSSIBLE(r, NULL, "<module> main add:7", 1, PY312, "no allow rule");
+	IMPOSSIBLE(r, NULL, "<module> main op=CALL op=CALL", 1, PY312, "no allow rule");
+	/* an instruction not reported: allow items take it, deny items not */
+	POSSIBLE(r, NULL, "<module> main add:7 op=?", 1, PY312);
+	IMPOSSIBLE(r, NULL, "<module> main add:8 op=?", 1, PY312, "no allow rule");
+	rules_free(r);
+	assert_int_equal(rules_parse("allow . op:\n", "t.rules", "t.py", &r, &d), 0);
+	assert_false(rules_opcodes(r));
+	rules_free(r);
+	assert_int_not_equal(rules_parse("opcodes yes\n", "t.rules", "t.py", &r, &d), 0);
+	assert_non_null(strstr(d.msg, "opcodes: unexpected 'yes'"));
+	assert_int_not_equal(
+	    rules_parse("if python >= 3.11\nopcodes\nendif\n", "t.rules", "t.py", &r, &d), 0);
+	assert_non_null(strstr(d.msg, "per case"));
+
+	r = load_case("opcode_phases");
+	assert_true(rules_opcodes(r));
+	POSSIBLE(r, NULL, "<module> main:43 int_add:26 op=BINARY_OP_ADD_INT", 1, PY312);
+	POSSIBLE(r, NULL, "<module> main:45 mixed_add:35 op=BINARY_OP", 1, PY315);
+	POSSIBLE(r, NULL, "<module> main:45 mixed_add:35 op=BINARY_OP_ADAPTIVE", 1, PY311);
+	POSSIBLE(r, NULL, "<module> main:43 int_add:26 op=BINARY_ADD", 1, PY38);
+	POSSIBLE(r, NULL, "<module> main:43 int_add:25 op=FOR_ITER_RANGE", 1, PY312);
+	IMPOSSIBLE(r, NULL, "<module> main:43 int_add:26 op=BINARY_OP", 1, PY312,
+		   "the int add shown generic");
+	IMPOSSIBLE(r, NULL, "<module> main:45 mixed_add:35 op=BINARY_OP_ADD_INT", 1, PY315,
+		   "the mixed add shown specialized");
+	IMPOSSIBLE(r, NULL, "<module> main:45 mixed_add:35 op=BINARY_OP_EXTEND", 1, PY315,
+		   "the mixed add shown specialized");
+	IMPOSSIBLE(r, NULL, "<module> main:45 mixed_add:35 op=BINARY_OP_ADAPTIVE", 1, PY312,
+		   "no allow rule");
+	IMPOSSIBLE(r, NULL, "<module> main:43 int_add:26 op=BINARY_OP_ADD_INT", 1, PY38,
+		   "no allow rule");
+	IMPOSSIBLE(r, NULL, "<module> main:43 int_add:26 op=FOR_ITER", 1, PY38, "no allow rule");
+	rules_free(r);
+}
+
 static void test_load_errors(void **state)
 {
 	struct rules *r = NULL;
@@ -789,6 +860,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_task_items),
+	    cmocka_unit_test(test_op_items),
 	};
 
 	return cmocka_run_group_tests(tests, find_snippets, NULL);

@@ -215,7 +215,7 @@ static void test_adversarial_work_is_linear(void **state)
 	snprintf(text + pos, len - pos, " never\n");
 	assert_int_equal(rules_parse(text, "adversarial", "own.py", &r, &d), 0);
 	for (int i = 0; i < N; i++)
-		f[i] = (struct rule_frame){"busy", "own.py", 1, 0};
+		f[i] = (struct rule_frame){"busy", "own.py", 1, 0, 0};
 
 	before = rules_state_steps(st);
 	assert_false(rules_match(r, st, f, N, 1, 0x030c01f0u, &v));

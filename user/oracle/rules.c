@@ -40,6 +40,7 @@ enum atom_kind {
 	ATOM_FOREIGN, /* "~"  a frame of a file other than the snippet's */
 	ATOM_FUNC,    /* name[@file][:lines] */
 	ATOM_TASK,    /* "task:GLOB"  a [task NAME] mark whose NAME matches GLOB */
+	ATOM_OP,      /* "op:GLOB"    an [op NAME] instruction mark whose NAME matches GLOB */
 };
 
 struct rule_atom {
@@ -108,6 +109,7 @@ struct rules {
 	int nexp;
 	struct truth_i **tru;
 	int ntru;
+	bool opcodes; /* "opcodes": the modes name each sample's instruction */
 };
 
 struct tid_bind {
@@ -246,14 +248,16 @@ static int parse_atom(struct parser *p, const char *tok, const char *s, size_t l
 		a->kind = *s == '.' ? ATOM_ANY : ATOM_FOREIGN;
 		return 0;
 	}
-	/* "task:GLOB": no file, no lines (a mark has neither); an empty GLOB
-	 * is any task. */
-	if (len >= 5 && !strncmp(s, "task:", 5)) {
-		a->kind = ATOM_TASK;
-		a->name = strndup(s + 5, len - 5);
+	/* "task:GLOB", "op:GLOB": no file, no lines (a mark has neither); an
+	 * empty GLOB is any task, any instruction. */
+	if ((len >= 5 && !strncmp(s, "task:", 5)) || (len >= 3 && !strncmp(s, "op:", 3))) {
+		size_t skip = *s == 't' ? 5 : 3;
+
+		a->kind = *s == 't' ? ATOM_TASK : ATOM_OP;
+		a->name = strndup(s + skip, len - skip);
 		if (!a->name)
 			return oom(p);
-		if (memchr(a->name, '{', len - 5) || memchr(a->name, '}', len - 5)) {
+		if (memchr(a->name, '{', len - skip) || memchr(a->name, '}', len - skip)) {
 			atom_free(a);
 			return perr(
 			    p, "bad repetition in '%s': expected {m}, {m,} or {m,n} at the end",
@@ -663,6 +667,14 @@ static int parse_line(struct parser *p, char *line)
 		p->family = -1;
 		return 0;
 	}
+	if (!strcmp(dir, "opcodes")) {
+		if (!next_tok(&save, &extra))
+			return perr(p, "opcodes: unexpected '%s'", extra);
+		if (p->family >= 0 || p->cond.n)
+			return perr(p, "'opcodes' is per case: put it outside families and ifs");
+		p->r->opcodes = true;
+		return 0;
+	}
 	if (!strcmp(dir, "if"))
 		return parse_if(p, &save);
 	if (!strcmp(dir, "else") || !strcmp(dir, "endif")) {
@@ -690,7 +702,7 @@ static int parse_line(struct parser *p, char *line)
 	}
 	return perr(p,
 		    "unknown directive '%s': expected allow, deny, family, end, if, else, endif, "
-		    "expect or truth",
+		    "expect, truth or opcodes",
 		    dir);
 }
 
@@ -821,6 +833,11 @@ void rules_free(struct rules *r)
 	free(r->tru);
 	free(r->own);
 	free(r);
+}
+
+bool rules_opcodes(const struct rules *r)
+{
+	return r && r->opcodes;
 }
 
 const char *rules_own_file(const struct rules *r)
@@ -960,12 +977,20 @@ static bool atom_match(const struct rules *r, const struct rule_atom *a, const s
 
 	if (kind == RULE_DENY && file_unknown(file))
 		file = r->own;
-	/* A task mark is no frame of any file: only "." and task:GLOB take it,
-	 * so that "~+" over the loop's frames never swallows a task. */
+	/* A task or instruction mark is no frame of any file: only "." and
+	 * task:GLOB (op:GLOB) take it, so that "~+" over the loop's frames
+	 * never swallows a task, nor a plain name an instruction. */
 	if (f->task || a->kind == ATOM_TASK)
 		return a->kind == ATOM_ANY ||
 		       (f->task && a->kind == ATOM_TASK &&
 			(!*a->name || !fnmatch(a->name, f->name ? f->name : "", 0)));
+	/* An instruction the sampler did not report (name NULL: a tool that
+	 * sends no marks) has the benefit of the doubt, as a frame without a
+	 * file: an allow rule's op item takes it, a deny rule's does not. */
+	if (f->op || a->kind == ATOM_OP)
+		return a->kind == ATOM_ANY || (f->op && a->kind == ATOM_OP &&
+					       (f->name ? !*a->name || !fnmatch(a->name, f->name, 0)
+							: kind == RULE_ALLOW));
 	switch (a->kind) {
 	case ATOM_ANY:
 		return true;
@@ -973,6 +998,7 @@ static bool atom_match(const struct rules *r, const struct rule_atom *a, const s
 		return file_unknown(file) || strcmp(base_name(file), r->own);
 	case ATOM_FUNC:
 	case ATOM_TASK:
+	case ATOM_OP:
 		break;
 	}
 	if (!f->name || !name_eq(a, f->name))
@@ -1184,8 +1210,8 @@ static int first_match(const struct rules *r, struct rules_state *st, enum rule_
 
 static void describe_frame(char *buf, size_t size, const struct rule_frame *f)
 {
-	if (f->task) {
-		snprintf(buf, size, "'[task %s]'", f->name ? f->name : "?");
+	if (f->task || f->op) {
+		snprintf(buf, size, "'[%s %s]'", f->task ? "task" : "op", f->name ? f->name : "?");
 		return;
 	}
 	snprintf(buf, size, "'%s:%d' (%s)", f->name ? f->name : "?", f->line,

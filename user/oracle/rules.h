@@ -11,6 +11,7 @@
  *   if python >= 3.12 ... else ... endif
  *   expect ATOM SHARE [tol T]    share of stacks holding a frame like ATOM
  *   truth KEY [ATOM]             BPFPY_TRUTH phase KEY is time in ATOM
+ *   opcodes                      the modes name each sample's instruction
  *
  * A case with no allow and no deny rule has no impossibility check.
  */
@@ -30,12 +31,17 @@ struct rule_atom;
  * file: co_filename as recorded (any directory, NULL or "" if unknown);
  * line: 0 if unknown. task: an async sampler's [task NAME] mark (record
  * --async's chains, docs/async.md): name is the task's NAME, file and line
- * are not used; only ".", "*" and "task:GLOB" items match it. */
+ * are not used; only ".", "*" and "task:GLOB" items match it. op: an
+ * instruction mark (record --opcodes' [op NAME] or [op NAME (BASE)],
+ * docs/opcodes.md): name is NAME, without the base; only ".", "*" and
+ * "op:GLOB" items match it; NULL name: the sampler reported no instruction,
+ * which an allow rule's op item takes and a deny rule's does not. */
 struct rule_frame {
 	const char *name;
 	const char *file;
 	int line;
 	int task;
+	int op;
 };
 
 /* Parse path. The snippet's own file, the one plain names refer to, is the
@@ -51,6 +57,10 @@ int rules_parse(const char *text, const char *origin, const char *own_file, stru
 void rules_free(struct rules *r);
 
 const char *rules_own_file(const struct rules *r);
+
+/* Whether the case's rules say "opcodes": its samples are to carry an
+ * instruction mark at their leaf, which its rules judge (op:GLOB items). */
+bool rules_opcodes(const struct rules *r);
 
 /* Whether any allow or deny rule applies to this version: false for the
  * distribution-only cases, whose stacks are then all possible. */
