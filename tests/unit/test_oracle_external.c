@@ -125,6 +125,33 @@ static void task_marks(void **state)
 	assert_false(fr[0].task);
 }
 
+/* Instruction marks over the wire: "[op NAME]" or "[op NAME (BASE)]"
+ * raw, the base dropped (the rules see NAME); "%5Bop X]" is a function. */
+static void op_marks(void **state)
+{
+	struct rule_frame fr[MAXF];
+	struct ext_line el;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(parse("<module>:9@m.py;add:26@m.py;[op BINARY_OP_ADD_INT (BINARY_OP)]",
+			       buf, sizeof(buf), &el, fr),
+			 EXT_STACK);
+	assert_int_equal(el.nframes, 3);
+	assert_true(fr[0].op);
+	assert_false(fr[0].task);
+	assert_string_equal(fr[0].name, "BINARY_OP_ADD_INT");
+	assert_null(fr[0].file);
+	assert_false(fr[1].op);
+	assert_int_equal(fr[1].line, 26);
+	assert_int_equal(parse("%5Bop X]:3@m.py;[op <not started>]", buf, sizeof(buf), &el, fr),
+			 EXT_STACK);
+	assert_true(fr[0].op);
+	assert_string_equal(fr[0].name, "<not started>");
+	assert_false(fr[1].op);
+	assert_string_equal(fr[1].name, "[op X]");
+}
+
 static void one_frame_forms(void **state)
 {
 	struct rule_frame fr[MAXF];
@@ -251,6 +278,7 @@ int main(void)
 	    cmocka_unit_test(new_and_old_forms),
 	    cmocka_unit_test(one_frame_forms),
 	    cmocka_unit_test(task_marks),
+	    cmocka_unit_test(op_marks),
 	    cmocka_unit_test(hostile_numbers),
 	    cmocka_unit_test(hostile_long_line),
 	    cmocka_unit_test(unknown_file_matches_any_file_condition),

@@ -97,15 +97,15 @@ static void zero_rate_is_always_due(void **state)
 
 static void key_is_leaf_first_name_line(void **state)
 {
-	struct rule_frame f[] = {{"leaf_a", "x.py", 10, 0},
-				 {"hot_a", "x.py", 12, 0},
-				 {"main", NULL, 18, 0},
-				 {"<module>", "", 24, 0}};
-	struct rule_frame odd[] = {{"we;ird", "x.py", 0, 0}, {NULL, NULL, 3, 0}};
-	struct rule_frame tasks[] = {{"fetch", "x.py", 5, 0},
-				     {"fetch-1", NULL, 0, 1},
-				     {"main", "x.py", 9, 0},
-				     {"Task;1", NULL, 0, 1}};
+	struct rule_frame f[] = {{"leaf_a", "x.py", 10, 0, 0},
+				 {"hot_a", "x.py", 12, 0, 0},
+				 {"main", NULL, 18, 0, 0},
+				 {"<module>", "", 24, 0, 0}};
+	struct rule_frame odd[] = {{"we;ird", "x.py", 0, 0, 0}, {NULL, NULL, 3, 0, 0}};
+	struct rule_frame tasks[] = {{"fetch", "x.py", 5, 0, 0},
+				     {"fetch-1", NULL, 0, 1, 0},
+				     {"main", "x.py", 9, 0, 0},
+				     {"Task;1", NULL, 0, 1, 0}};
 	char buf[128], small[12];
 
 	(void)state;
@@ -117,6 +117,14 @@ static void key_is_leaf_first_name_line(void **state)
 	/* task marks: "[task NAME]", no line, the name escaped like any */
 	oracle_key_build(tasks, 4, buf, sizeof(buf));
 	assert_string_equal(buf, "fetch:5;[task fetch-1];main:9;[task Task:1]");
+	/* instruction marks: "[op NAME]", no line */
+	{
+		struct rule_frame ops[] = {{"BINARY_OP_ADD_INT", NULL, 0, 0, 1},
+					   {"add", "x.py", 26, 0, 0}};
+
+		oracle_key_build(ops, 2, buf, sizeof(buf));
+		assert_string_equal(buf, "[op BINARY_OP_ADD_INT];add:26");
+	}
 	assert_int_equal(oracle_key_build(tasks, 4, small, sizeof(small)), -1);
 	assert_true(strlen(small) < sizeof(small));
 	assert_int_equal(oracle_key_build(f, 0, buf, sizeof(buf)), 0);
@@ -130,11 +138,12 @@ static void key_is_leaf_first_name_line(void **state)
 static void task_chain_cut_at_root_task(void **state)
 {
 	struct rule_frame chain[] = {
-	    {"hot_leaf", "x.py", 15, 0}, {"hot", "x.py", 28, 0},
-	    {"hot", NULL, 0, 1},	 {"main", "x.py", 43, 0},
-	    {"Task-1", NULL, 0, 1},	 {"Handle._run", "events.py", 94, 0},
-	    {"<module>", "x.py", 47, 0}};
-	struct rule_frame plain[] = {{"_run_once", "b.py", 1, 0}, {"<module>", "x.py", 47, 0}};
+	    {"hot_leaf", "x.py", 15, 0, 0}, {"hot", "x.py", 28, 0, 0},
+	    {"hot", NULL, 0, 1, 0},	    {"main", "x.py", 43, 0, 0},
+	    {"Task-1", NULL, 0, 1, 0},	    {"Handle._run", "events.py", 94, 0, 0},
+	    {"<module>", "x.py", 47, 0, 0}};
+	struct rule_frame plain[] = {{"_run_once", "b.py", 1, 0, 0},
+				     {"<module>", "x.py", 47, 0, 0}};
 	char buf[256];
 
 	(void)state;

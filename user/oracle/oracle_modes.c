@@ -217,6 +217,23 @@ static const char *verdict_key(const char *key, const struct rule_frame *fr, int
 	return o < size ? buf : "";
 }
 
+/* rules_match, where a case judged on instructions gets from a sampler
+ * that sends none (an external tool) a stack without a leaf mark: it is
+ * judged with an unreported instruction there, which the rules give the
+ * benefit of the doubt (rules.h); its key stays as sent. */
+static int judge_ops(struct oracle_window *w, struct oracle_result *r, const struct rule_frame *fr,
+		     int n, int tid)
+{
+	static _Thread_local struct rule_frame with[BPFPY_MAX_DEPTH + 1];
+	const struct rules *rules = w->c->rules;
+
+	if (!rules_opcodes(rules) || !n || fr[0].op || fr[0].task || n > BPFPY_MAX_DEPTH)
+		return rules_match(rules, r->rstate, fr, n, tid, w->version_hex, NULL);
+	with[0] = (struct rule_frame){.op = 1};
+	memcpy(with + 1, fr, (size_t)n * sizeof(*fr));
+	return rules_match(rules, r->rstate, with, n + 1, tid, w->version_hex, NULL);
+}
+
 /* Verdict cache values: bit 0 known, bit 1 impossible, bits 2+: truth phase + 1.
  * running: the ptrace reference saw the thread in state R before the stop
  * (the stack also goes to dist_run). */
@@ -240,7 +257,7 @@ static void account_as(struct oracle_window *w, struct oracle_result *r,
 	if (*vk)
 		v = (unsigned)keydist_get(r->verdicts, vk);
 	if (!v) {
-		int possible = rules_match(rules, r->rstate, fr, n, tid, w->version_hex, NULL);
+		int possible = judge_ops(w, r, fr, n, tid);
 
 		phase = rules_truth_classify(rules, w->version_hex, fr, n);
 		v = 1u | (possible ? 0u : 2u) | (unsigned)(phase + 1) << 2;
@@ -444,10 +461,17 @@ static int wants_running(const struct oracle_window *w)
 	return 0;
 }
 
+/* The case's rules judge instructions ("opcodes"): its samples get the
+ * instruction mark record --opcodes gives them. Not for task chains. */
+static int oracle_wants_ops(const struct oracle_window *w)
+{
+	return rules_opcodes(w->c->rules) && !w->mode->async;
+}
+
 /* run_walker's naming of the stacks read in one stop: symbols, or with
  * ptrace-async each thread's task chain; 1 when a stack cannot be named. */
 static int walker_name(struct async_side *as, int async, struct code_cache *cache,
-		       struct scratch *s, int shown)
+		       struct scratch *s, int shown, const struct py_process *ops)
 {
 	for (int i = 0; i < shown; i++) {
 		char *arena = s->arena + (size_t)i * ORACLE_NAME_ARENA;
@@ -460,7 +484,8 @@ static int walker_name(struct async_side *as, int async, struct code_cache *cach
 
 			s->nframes[i] = async_side_name(as, n, unnamed, s->frames[i], arena);
 		} else {
-			s->nframes[i] = oracle_symbolize(cache, &s->stacks[i], s->frames[i], arena);
+			s->nframes[i] =
+			    oracle_symbolize(cache, &s->stacks[i], s->frames[i], arena, ops);
 		}
 		if (s->nframes[i] < 0)
 			return 1;
@@ -561,7 +586,8 @@ static int run_walker(struct oracle_window *w, struct oracle_result *r, struct p
 		if (async && !rc && !bad)
 			py_asyncio_name(p, &as.t.async->a, &as.t.async->g);
 		if (!rc && !bad)
-			bad = walker_name(&as, async, cache, &s, shown);
+			bad = walker_name(&as, async, cache, &s, shown,
+					  oracle_wants_ops(w) ? p : NULL);
 		t1 = mono_s();
 		oracle_result_us(r, (t1 - t0) * 1e6);
 		r->us_sampler_sum += (t1 - t0) * 1e6;
@@ -599,7 +625,8 @@ struct bpf_ctx {
 	/* wall: the snapshot's records, accounted once all are in */
 	int wall, nrec, failed;
 	struct thread_stack *recs;
-	struct async_side *as; /* bpf-async, else NULL */
+	struct async_side *as;	      /* bpf-async, else NULL */
+	const struct py_process *ops; /* the case wants instruction marks, else NULL */
 };
 
 static uint64_t to_ns(double t)
@@ -623,6 +650,8 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 
 			t->tid = h->tid;
 			t->pthread_id = 0;
+			t->leaf_op = h->leaf_op;
+			t->op_flags = h->op_flags;
 			t->nframes = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH;
 			memcpy(t->frames, frames, t->nframes * sizeof(*frames));
 		}
@@ -647,9 +676,11 @@ static int on_record(void *arg, const struct sample_hdr *h, const struct frame_r
 		n = async_side_name(c->as, k, unnamed, c->frames, c->arena);
 	} else {
 		ts.tid = h->tid;
+		ts.leaf_op = h->leaf_op;
+		ts.op_flags = h->op_flags;
 		ts.nframes = h->nframes < BPFPY_MAX_DEPTH ? h->nframes : BPFPY_MAX_DEPTH;
 		memcpy(ts.frames, frames, ts.nframes * sizeof(*frames));
-		n = oracle_symbolize(c->cache, &ts, c->frames, c->arena);
+		n = oracle_symbolize(c->cache, &ts, c->frames, c->arena, c->ops);
 	}
 	{
 		double us = (mono_s() - t0) * 1e6;
@@ -716,9 +747,9 @@ static int bpf_wall_loop(struct oracle_window *w, struct oracle_result *r, struc
 		while (bpf_sampler_poll(s, 0, on_record, c) > 0)
 			;
 		for (int i = 0; !c->failed && i < c->nrec; i++)
-			if ((nfr[i] = oracle_symbolize(cache, &c->recs[i],
-						       fr + (size_t)i * BPFPY_MAX_DEPTH,
-						       arenas + (size_t)i * ORACLE_NAME_ARENA)) < 0)
+			if ((nfr[i] = oracle_symbolize(
+				 cache, &c->recs[i], fr + (size_t)i * BPFPY_MAX_DEPTH,
+				 arenas + (size_t)i * ORACLE_NAME_ARENA, c->ops)) < 0)
 				c->failed = 1;
 		t1 = mono_s();
 		oracle_result_us(r, (t1 - t0) * 1e6);
@@ -755,7 +786,8 @@ static int run_bpf(struct oracle_window *w, struct oracle_result *r, struct py_p
 	    .native = !strcmp(w->mode->name, "bpf-native"),
 	};
 	struct bpf_sampler *s = NULL;
-	struct bpf_ctx c = {.w = w, .r = r, .cache = cache, .wall = wall};
+	struct bpf_ctx c = {
+	    .w = w, .r = r, .cache = cache, .wall = wall, .ops = oracle_wants_ops(w) ? p : NULL};
 	struct async_side as = {0};
 	uint64_t cnt[CNT__COUNT] = {0};
 	struct oracle_gate g = {0};
@@ -1167,6 +1199,10 @@ int oracle_mode_run(struct oracle_window *w, struct oracle_result *r, struct dia
 	if (py_process_open(&p, w->t->pid, 0, d))
 		return -1;
 	w->version_hex = p.bin.version_hex;
+	/* A case judged on instructions: every reader of the walker reads the
+	 * leaf's instruction byte, as record --opcodes does (walk_leaf_op). */
+	if (oracle_wants_ops(w))
+		p.cfg.flags |= PROC_OPCODES;
 	if (w->mode->kind == MODE_EXTERNAL)
 		return run_external(w, r, d);
 	cache = code_cache_new(&p.mem, &p.cfg.off, 0);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "code_cache.h"
+#include "op_mark.h"
 #include "oracle_run.h"
 #include "profile.h"
 #include "py_process.h"
@@ -19,7 +20,9 @@
 
 /* sf as the rules see it into fr, names copied into arena at *used: 0, or
  * -1 when the arena is full. A task mark ("[task NAME]" or "[task NAME (N
- * awaiters)]", record --async's) becomes a rule_frame task named NAME. */
+ * awaiters)]", record --async's) becomes a rule_frame task named NAME; an
+ * instruction mark ("[op NAME]" or "[op NAME (BASE)]", record --opcodes')
+ * a rule_frame op named NAME. */
 static int name_frame(const struct sym_frame *sf, struct rule_frame *fr, char *arena, size_t *used)
 {
 	const char *name = sf->name ? sf->name : CODE_CACHE_UNKNOWN;
@@ -27,6 +30,22 @@ static int name_frame(const struct sym_frame *sf, struct rule_frame *fr, char *a
 	size_t l = strlen(name) + 1, lf = strlen(file) + 1;
 	int task = sf->kind == FRAME_KIND_MARK && l > 8 && !strncmp(name, "[task ", 6) &&
 		   name[l - 2] == ']';
+	int op =
+	    sf->kind == FRAME_KIND_MARK && l > 6 && !strncmp(name, "[op ", 4) && name[l - 2] == ']';
+
+	if (op) {
+		/* NAME, without the brackets and the base: what op:GLOB sees. */
+		const char *base = strstr(name + 4, " (");
+		size_t k = base ? (size_t)(base - name - 4) : l - 6;
+
+		if (*used + k + 1 > ORACLE_NAME_ARENA)
+			return -1;
+		memcpy(arena + *used, name + 4, k);
+		arena[*used + k] = 0;
+		*fr = (struct rule_frame){.name = arena + *used, .op = 1};
+		*used += k + 1;
+		return 0;
+	}
 
 	if (*used + l + lf > ORACLE_NAME_ARENA)
 		return -1;
@@ -46,18 +65,29 @@ static int name_frame(const struct sym_frame *sf, struct rule_frame *fr, char *a
 	*used += lf;
 	fr->line = !task && sf->line > 0 ? sf->line : 0;
 	fr->task = task;
+	fr->op = 0;
 	return 0;
 }
 
 /* Symbolize a stack read by the walker into fr (names copied into arena):
  * the frame count, or -1 when a frame cannot be named. */
 int oracle_symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
-		     char *arena)
+		     char *arena, const struct py_process *ops)
 {
 	size_t used = 0;
 	int n = 0;
 
-	for (uint32_t i = 0; i < ts->nframes && i < BPFPY_MAX_DEPTH; i++) {
+	/* The instruction mark first, on the leaf: record --opcodes' own. */
+	if (ops && ts->nframes) {
+		struct op_stats st = {0};
+		struct op_mark m;
+
+		op_mark_of(ops, cache, ts->leaf_op, ts->op_flags, &ts->frames[0], &m, &st);
+		if (name_frame(&m.f, &fr[n], arena, &used))
+			return 0;
+		n++;
+	}
+	for (uint32_t i = 0; i < ts->nframes && n < BPFPY_MAX_DEPTH; i++) {
 		struct sym_frame sf;
 
 		/* A frame that cannot be named makes the sample an error. */
@@ -155,7 +185,7 @@ int oracle_probe_program(struct oracle_probe *pr, pid_t pid, const char *own, st
 
 		if (ts->flags & SAMPLE_ERROR)
 			continue;
-		n = oracle_symbolize(pr->cache, ts, pr->frames, pr->arena);
+		n = oracle_symbolize(pr->cache, ts, pr->frames, pr->arena, NULL);
 		for (int k = 0; k < n; k++) {
 			const char *f = pr->frames[k].file, *b = strrchr(f, '/');
 

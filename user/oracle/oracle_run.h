@@ -230,11 +230,15 @@ struct code_cache;
 struct thread_stack;
 struct rule_frame;
 struct sym_frame;
+struct py_process;
 /* Name a stack read by the walker into fr (names copied into arena, of
  * ORACLE_NAME_ARENA bytes): the frame count, or -1 when a frame cannot be
- * named (the sample is an error). */
+ * named (the sample is an error). With ops (the process, for its version's
+ * opcode names; NULL: none) the leaf gets the instruction mark record
+ * --opcodes gives it, from ts->leaf_op and op_flags (a case whose rules say
+ * "opcodes"). */
 int oracle_symbolize(struct code_cache *cache, const struct thread_stack *ts, struct rule_frame *fr,
-		     char *arena);
+		     char *arena, const struct py_process *ops);
 /* Frames already named (a task chain async_compose built, marks
  * included) into fr the same way: the frame count. */
 int oracle_name_frames(const struct sym_frame *sf, uint32_t nsf, struct rule_frame *fr,

@@ -82,25 +82,28 @@ int oracle_key_build(const struct rule_frame *frames, int n, char *buf, size_t s
 		char line[16];
 		size_t need;
 
-		if (frames[i].task) {
-			/* "[task NAME]": a mark has no line; its name is escaped
-			 * like a function's. asyncio's own name for an unnamed
-			 * task, Task-<counter>, is keyed "Task-N": the counter
-			 * differs between the fresh targets modes sample (the
-			 * rules still see the name as it was sent). */
-			if (unnamed_task(name))
+		if (frames[i].task || frames[i].op) {
+			/* "[task NAME]", "[op NAME]": a mark has no line; its
+			 * name is escaped like a function's. asyncio's own name
+			 * for an unnamed task, Task-<counter>, is keyed "Task-N":
+			 * the counter differs between the fresh targets modes
+			 * sample (the rules still see the name as it was sent). */
+			const char *tag = frames[i].task ? "[task " : "[op ";
+			size_t tl = strlen(tag);
+
+			if (frames[i].task && unnamed_task(name))
 				name = "Task-N";
 			if (i && o + 1 < size)
 				buf[o++] = ';';
-			need = o + 6 < size
-				   ? text_escape(buf + o + 6, size - o - 6, name, TEXT_FOLDED)
+			need = o + tl < size
+				   ? text_escape(buf + o + tl, size - o - tl, name, TEXT_FOLDED)
 				   : size;
-			if (o + 6 + need + 1 >= size) {
+			if (o + tl + need + 1 >= size) {
 				cut = 1;
 				break;
 			}
-			memcpy(buf + o, "[task ", 6);
-			o += 6 + need;
+			memcpy(buf + o, tag, tl);
+			o += tl + need;
 			buf[o++] = ']';
 			continue;
 		}
@@ -245,6 +248,22 @@ static char *task_mark(char *p)
 	return p + 6;
 }
 
+/* "[op NAME]" or "[op NAME (BASE)]" as the wire writes an instruction
+ * mark: NAME, cut out in place (the base dropped: the rules see NAME). */
+static char *op_mark(char *p)
+{
+	size_t n = strlen(p);
+	char *base;
+
+	if (n < 6 || strncmp(p, "[op ", 4) || p[n - 1] != ']')
+		return NULL;
+	p[n - 1] = 0;
+	base = strstr(p + 4, " (");
+	if (base)
+		*base = 0;
+	return unescape(p + 4);
+}
+
 enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_frame *frames, int max)
 {
 	char *s = trim(line), *p, *save = NULL;
@@ -279,14 +298,16 @@ enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_fra
 	for (p = s; *p; p++)
 		total += *p != ';' && (p == s || p[-1] == ';');
 	for (p = strtok_r(s, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
-		char *task = task_mark(p), *file = task ? NULL : split_file(p),
-		     *colon = task ? NULL : strrchr(p, ':');
+		char *task = task_mark(p), *op = task ? NULL : op_mark(p),
+		     *file = task || op ? NULL : split_file(p),
+		     *colon = task || op ? NULL : strrchr(p, ':');
 		long ln = 0;
 		int idx = total - 1 - n++;
 
-		if (task) {
+		if (task || op) {
 			if (idx < max)
-				frames[idx] = (struct rule_frame){.name = task, .task = 1};
+				frames[idx] = (struct rule_frame){
+				    .name = task ? task : op, .task = !!task, .op = !!op};
 			continue;
 		}
 		if (colon && is_lineno(colon + 1)) {
@@ -298,6 +319,7 @@ enum ext_kind oracle_ext_parse(char *line, struct ext_line *out, struct rule_fra
 			frames[idx].file = file && *file ? unescape(file) : NULL;
 			frames[idx].line = ln > 0 && ln <= INT_MAX ? (int)ln : 0;
 			frames[idx].task = 0;
+			frames[idx].op = 0;
 		}
 	}
 	out->nframes = n < max ? n : max;
