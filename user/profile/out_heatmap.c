@@ -66,23 +66,6 @@ struct hm {
 	uint32_t hot;	   /* the hottest line, or UINT32_MAX */
 };
 
-static int grow_n(void **a, uint32_t *cap, uint32_t need, size_t size)
-{
-	uint32_t n = *cap ? *cap : 64;
-	void *na;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	na = realloc(*a, (size_t)n * size);
-	if (!na)
-		return -1;
-	*a = na;
-	*cap = n;
-	return 0;
-}
-
 static int64_t file_of(struct hm *h, uint32_t str)
 {
 	int fresh;
@@ -90,7 +73,7 @@ static int64_t file_of(struct hm *h, uint32_t str)
 
 	if (i < 0 || !fresh)
 		return i;
-	if (grow_n((void **)&h->files, &h->cap_files, h->nfiles + 1, sizeof(*h->files)))
+	if (profile_grow((void **)&h->files, &h->cap_files, h->nfiles + 1, sizeof(*h->files)))
 		return -1;
 	memset(&h->files[h->nfiles], 0, sizeof(*h->files));
 	h->files[h->nfiles].str = str;
@@ -110,8 +93,8 @@ static int64_t line_of(struct hm *h, uint32_t str, int line)
 	if (i < 0 || !fresh)
 		return i;
 	f = &h->files[fi];
-	if (grow_n((void **)&h->lines, &h->cap_lines, h->nlines + 1, sizeof(*h->lines)) ||
-	    grow_n((void **)&f->lines, &f->cap, f->nlines + 1, sizeof(*f->lines)))
+	if (profile_grow((void **)&h->lines, &h->cap_lines, h->nlines + 1, sizeof(*h->lines)) ||
+	    profile_grow((void **)&f->lines, &f->cap, f->nlines + 1, sizeof(*f->lines)))
 		return -1;
 	memset(&h->lines[h->nlines], 0, sizeof(*h->lines));
 	h->lines[h->nlines].file = (uint32_t)fi;
@@ -137,7 +120,7 @@ static int op_add(struct hm *h, uint32_t li, uint32_t kind, int64_t name, int c0
 	if (i < 0)
 		return -1;
 	if (fresh) {
-		if (grow_n((void **)&h->ops, &h->cap_ops, h->nops + 1, sizeof(*h->ops)))
+		if (profile_grow((void **)&h->ops, &h->cap_ops, h->nops + 1, sizeof(*h->ops)))
 			return -1;
 		h->ops[h->nops++] = (struct hm_op){li, kind, (uint32_t)name, c0, c1, 0};
 		h->lines[li].nspan += kind;

@@ -28,8 +28,7 @@ static uint64_t fnv(uint64_t h, const void *data, size_t len)
 
 #define FNV_INIT 0xcbf29ce484222325ull
 
-/* Grow a dense array by doubling. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
+int profile_grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
 {
 	uint32_t ncap = *cap ? *cap : 16;
 	void *n;
@@ -153,7 +152,7 @@ static uint32_t intern_str(struct profile *p, const char *s)
 		return slot->id1 - 1;
 	/* A string with bad bytes is stored sanitized, under the hash of its
 	 * sanitized form: a repeat costs one failed probe, then finds it. */
-	if (grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs)))
+	if (profile_grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs)))
 		return UINT32_MAX;
 	copy = utf8_dup(s);
 	if (!copy)
@@ -194,7 +193,8 @@ static uint32_t intern_mapping(struct profile *p, const struct native_lib *l)
 	for (uint32_t i = 0; i < p->nmappings; i++)
 		if (p->mappings[i].file == file)
 			return i + 1;
-	if (grow((void **)&p->mappings, &p->cap_mappings, p->nmappings + 1, sizeof(*p->mappings)))
+	if (profile_grow((void **)&p->mappings, &p->cap_mappings, p->nmappings + 1,
+			 sizeof(*p->mappings)))
 		return 0;
 	p->mappings[p->nmappings] = (struct prof_mapping){file, bid, l->start, l->limit, l->offset};
 	return ++p->nmappings;
@@ -220,7 +220,7 @@ static uint32_t intern_func(struct profile *p, const struct sym_frame *f)
 	slot = ix_find(p, &p->ifunc, h, func_eq, &k);
 	if (slot->id1)
 		return slot->id1 - 1;
-	if (grow((void **)&p->funcs, &p->cap_funcs, p->nfuncs + 1, sizeof(k)))
+	if (profile_grow((void **)&p->funcs, &p->cap_funcs, p->nfuncs + 1, sizeof(k)))
 		return UINT32_MAX;
 	p->funcs[p->nfuncs] = k;
 	slot->id1 = p->nfuncs + 1;
@@ -249,7 +249,7 @@ static uint32_t intern_frame(struct profile *p, const struct sym_frame *f)
 	slot = ix_find(p, &p->iframe, h, frame_eq, &k);
 	if (slot->id1)
 		return slot->id1 - 1;
-	if (grow((void **)&p->frames, &p->cap_frames, p->nframes + 1, sizeof(k)))
+	if (profile_grow((void **)&p->frames, &p->cap_frames, p->nframes + 1, sizeof(k)))
 		return UINT32_MAX;
 	p->frames[p->nframes] = k;
 	slot->id1 = p->nframes + 1;
@@ -280,7 +280,8 @@ static uint32_t intern_thread(struct profile *p, uint32_t pid, uint32_t tid)
 	slot = ix_find(p, &p->ithread, h, thread_eq, &k);
 	if (slot->id1)
 		return slot->id1 - 1;
-	if (grow((void **)&p->threads, &p->cap_threads, p->nthreads + 1, sizeof(*p->threads)))
+	if (profile_grow((void **)&p->threads, &p->cap_threads, p->nthreads + 1,
+			 sizeof(*p->threads)))
 		return UINT32_MAX;
 	memset(&p->threads[p->nthreads], 0, sizeof(*p->threads));
 	p->threads[p->nthreads].pid = pid;
@@ -319,7 +320,7 @@ static uint32_t intern_stack(struct profile *p, uint32_t thread, const uint32_t 
 	slot = ix_find(p, &p->istack, h, stack_eq, &k);
 	if (slot->id1)
 		return slot->id1 - 1;
-	if (grow((void **)&p->stacks, &p->cap_stacks, p->nstacks + 1, sizeof(*p->stacks)))
+	if (profile_grow((void **)&p->stacks, &p->cap_stacks, p->nstacks + 1, sizeof(*p->stacks)))
 		return UINT32_MAX;
 	s = &p->stacks[p->nstacks];
 	memset(s, 0, sizeof(*s));
@@ -868,7 +869,7 @@ static struct prof_comm *comm_entry(struct profile *p, uint32_t pid)
 	for (uint32_t i = 0; i < p->ncomms; i++)
 		if (p->comms[i].pid == pid)
 			return &p->comms[i];
-	if (grow((void **)&p->comms, &p->cap_comms, p->ncomms + 1, sizeof(*p->comms))) {
+	if (profile_grow((void **)&p->comms, &p->cap_comms, p->ncomms + 1, sizeof(*p->comms))) {
 		errno = ENOMEM;
 		return NULL;
 	}

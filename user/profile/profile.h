@@ -276,6 +276,10 @@ static inline const char *profile_source_line(const struct prof_source *src, uin
 {
 	return src->text && n >= 1 && n <= src->nlines ? src->text + src->off[n - 1] : NULL;
 }
+/* Grow the dense array *arr of *cap elements of size bytes to hold need,
+ * by doubling (from 16): 0, or -1 (ENOMEM; *arr left as it was). The
+ * profile's tables and its writers' own use it. */
+int profile_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 /* The id of s in p's strings, added if new; UINT32_MAX on ENOMEM. */
 uint32_t profile_intern(struct profile *p, const char *s);
 void profile_sources_free(struct profile *p);

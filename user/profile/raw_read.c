@@ -36,7 +36,7 @@ struct raw_rd {
 	uint32_t src_left;
 	int src_cut;
 	char *src_buf;
-	size_t src_len, src_cap;
+	uint32_t src_len, src_cap;
 };
 
 /* Decimal as the writer prints it: no sign, no leading zero (but "0"). */
@@ -405,18 +405,8 @@ static int src_add(struct raw_rd *rd, const char *s, size_t n, const char **why,
 {
 	if (rd->src_len + n + 1 > RAW_MAX_SOURCE)
 		return *why = "#sl (a source over 16 MiB)", -1;
-	if (rd->src_len + n + 2 > rd->src_cap) {
-		size_t cap = rd->src_cap ? rd->src_cap : 65536;
-		char *nb;
-
-		while (cap < rd->src_len + n + 2)
-			cap *= 2;
-		nb = realloc(rd->src_buf, cap);
-		if (!nb)
-			return *oom = 1, -1;
-		rd->src_buf = nb;
-		rd->src_cap = cap;
-	}
+	if (profile_grow((void **)&rd->src_buf, &rd->src_cap, rd->src_len + n + 2, 1))
+		return *oom = 1, -1;
 	memcpy(rd->src_buf + rd->src_len, s, n);
 	rd->src_len += n;
 	rd->src_buf[rd->src_len++] = '\n';

@@ -32,15 +32,9 @@ static struct prof_source *source_entry(struct profile *p, uint32_t file, int *f
 		p->source_of = no;
 		p->nsource_of = n;
 	}
-	if (p->nsources == p->cap_sources) {
-		uint32_t cap = p->cap_sources ? p->cap_sources * 2 : 16;
-		struct prof_source *ns = realloc(p->sources, (size_t)cap * sizeof(*ns));
-
-		if (!ns)
-			return NULL;
-		p->sources = ns;
-		p->cap_sources = cap;
-	}
+	if (profile_grow((void **)&p->sources, &p->cap_sources, p->nsources + 1,
+			 sizeof(*p->sources)))
+		return NULL;
 	memset(&p->sources[p->nsources], 0, sizeof(p->sources[0]));
 	p->sources[p->nsources].file = file;
 	p->source_of[file] = ++p->nsources;
