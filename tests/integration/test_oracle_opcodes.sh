@@ -14,8 +14,10 @@
 #    seen);
 #  - in both, the int add line shows its add (BINARY_OP_ADD_INT, or
 #    BINARY_ADD) and the mixed line its generic add (BINARY_OP,
-#    BINARY_OP_ADAPTIVE, or BINARY_ADD), and the time split between the two
-#    phases is the measured one (tvd_truth <= 0.2, generous);
+#    BINARY_OP_ADAPTIVE, or BINARY_ADD), and bpf's time split between the
+#    two phases is the measured CPU time (tvd_truth <= 0.2, generous; the
+#    ptrace reference samples wall time while stopping the target, so its
+#    split is printed, not held to it);
 #  - a sampler replaying the reference's own stacks with the two add lines'
 #    marks mixed up (py/opcode_wrong_marks.py) fails the rules on exactly
 #    the stacks it changed.
@@ -64,9 +66,12 @@ for m in j["cases"][0]["modes"]:
     unmarked = sum(v for k, v in d.items() if not k.startswith("[op "))
     seen = {w: {k.split(";")[0][4:-1] for k in d if k.split(";")[1:2] == [lines[w]]}
             for w in ("int", "mixed")}
+    # the truth is CPU time: bpf samples CPU time, the 1 kHz ptrace
+    # reference wall time while stopping the target half of it (0.37 seen
+    # once on a loaded host), so only bpf's split is held to it
     ok = (r["stacks"] and imp <= (0 if name == "ptrace" else 2) and not unmarked
           and all(seen[w] & want[w] for w in want) and r["tvd_truth"] is not None
-          and r["tvd_truth"] <= 0.2)
+          and (name != "bpf" or r["tvd_truth"] <= 0.2))
     print("%s: %s %s: %d stacks, %.2f%% impossible, %d without a mark; %s: %s; %s: %s; "
           "tvd_truth %s" % ("ok" if ok else "FAIL", label, name, r["stacks"], imp, unmarked,
                             lines["int"], sorted(seen["int"]), lines["mixed"],

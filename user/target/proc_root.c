@@ -415,7 +415,6 @@ static void reader_child(pid_t pid, const char *path, const struct proc_creds *c
 	struct stat st;
 	int fd;
 
-	signals_child_reset();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (take_creds(cr)) {
 		t.rc = -1, t.creds = 1, t.err = errno, t.code = EXIT_PERMISSION;
@@ -569,8 +568,10 @@ int proc_root_read_as_target(pid_t pid, const char *path, size_t max, int timeou
 	signals_block(&held);
 	child = fork();
 	if (child == 0) {
-		close(p[0]);
+		/* Our handlers out before any signal can reach one. */
+		signals_child_reset();
 		signals_restore(&held);
+		close(p[0]);
 		reader_child(pid, full, &cr, max, p[1]);
 	}
 	err = errno;
