@@ -31,21 +31,10 @@ wrong=$PYDIR/opcode_wrong_marks.py
 labels=$(targets | awk -F'\t' '{ print $2 }')
 [ -n "$labels" ] || { echo "skip: no interpreter"; exit 77; }
 
-for label in $labels; do
-	json=$TMP/$label.json
-	for try in 1 2; do
-		timeout 120 "$BPFPY" oracle -q --python "$label" --snippet opcode_phases --mode bpf \
-			--duration 0.5 --warmup 0.4 --rate 1 --json "$json" --force \
-			>"$TMP/$label.out" 2>"$TMP/$label.err"
-		rc=$?
-		((rc == 1)) && grep -q "took no sample" "$TMP/$label.err" || break
-		echo "  $label: a window took no sample (loaded host?): once more"
-	done
-	if ((rc != 0)); then
-		bad "$label: oracle exited $rc: $(tail -n 3 "$TMP/$label.err" | tr '\n' ' ')"
-		continue
-	fi
-	"$CHECKPY" - "$json" "$label" "$snippet" <<'PY' || fails=$((fails + 1))
+# check_run JSON LABEL: 0 good, 1 bad, 3 bad with an add line of under 10
+# stacks in a mode (too few to judge: the run is taken once more).
+check_run() {
+	"$CHECKPY" - "$1" "$2" "$snippet" <<'PY'
 import json, re, sys
 j, label, snippet = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 lines, func = {}, None
@@ -58,7 +47,7 @@ for n, l in enumerate(open(snippet), 1):
 new = "3.8" not in label and "3.9" not in label and "3.10" not in label
 want = {"int": {"BINARY_OP_ADD_INT"} if new else {"BINARY_ADD"},
         "mixed": {"BINARY_OP", "BINARY_OP_ADAPTIVE"} if new else {"BINARY_ADD"}}
-bad = 0
+bad = few = 0
 for m in j["cases"][0]["modes"]:
     r, name = m["runs"][0], m["mode"]
     d = r["distribution"] or {}
@@ -66,6 +55,10 @@ for m in j["cases"][0]["modes"]:
     unmarked = sum(v for k, v in d.items() if not k.startswith("[op "))
     seen = {w: {k.split(";")[0][4:-1] for k in d if k.split(";")[1:2] == [lines[w]]}
             for w in ("int", "mixed")}
+    # an add line of under 10 stacks (a host so loaded the target barely
+    # ran) may not show its add: such a failure has the run taken again
+    on = {w: sum(v for k, v in d.items() if k.split(";")[1:2] == [lines[w]]) for w in seen}
+    few |= min(on.values()) < 10
     # the truth is CPU time: bpf samples CPU time, the 1 kHz ptrace
     # reference wall time while stopping the target half of it (0.37 seen
     # once on a loaded host), so only bpf's split is held to it
@@ -79,8 +72,33 @@ for m in j["cases"][0]["modes"]:
     if not ok:
         bad = 1
         print("  impossible: %s" % sorted(r["impossible_stacks"].items(), key=lambda x: -x[1])[:3])
-sys.exit(bad)
+sys.exit(0 if not bad else 3 if few else 1)
 PY
+}
+
+for label in $labels; do
+	json=$TMP/$label.json
+	for try in 1 2; do
+		timeout 120 "$BPFPY" oracle -q --python "$label" --snippet opcode_phases --mode bpf \
+			--duration 0.5 --warmup 0.4 --rate 1 --json "$json" --force \
+			>"$TMP/$label.out" 2>"$TMP/$label.err"
+		rc=$?
+		if ((rc == 1)) && grep -q "took no sample" "$TMP/$label.err"; then
+			echo "  $label: a window took no sample (loaded host?): once more"
+			continue
+		fi
+		((rc == 0)) || break
+		check_run "$json" "$label" >"$TMP/$label.check"
+		crc=$?
+		((crc == 3 && try == 1)) || break
+		echo "  $label: an add line had under 10 stacks (loaded host?): once more"
+	done
+	if ((rc != 0)); then
+		bad "$label: oracle exited $rc: $(tail -n 3 "$TMP/$label.err" | tr '\n' ' ')"
+		continue
+	fi
+	cat "$TMP/$label.check"
+	((crc == 0)) || bad "$label: the run above ($( ((crc == 3)) && echo "too few stacks twice" || echo "a mode failed"))"
 	# The wrong sampler alone, its own reference (one window; it replays,
 	# so the target's warm-up does not matter).
 	wj=$TMP/$label.wrong.json
