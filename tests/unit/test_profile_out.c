@@ -735,8 +735,8 @@ static void test_format_table(void **state)
 	assert_non_null(profile_format_find("svg", PROFILE_FMT_AGGREGATE));
 	assert_ptr_equal(profile_format_for_path("x.FOLDED"), f);
 	list = profile_format_list(0, 0, 0);
-	assert_string_equal(list,
-			    "collapsed, speedscope, pprof, svg, raw, chrome, pstats, gecko, heatmap");
+	assert_string_equal(
+	    list, "collapsed, speedscope, pprof, svg, raw, chrome, pstats, gecko, heatmap");
 	free(list);
 	list = profile_format_list(PROFILE_FMT_AGGREGATE, 0, 0);
 	assert_string_equal(list, "collapsed, pprof, svg, pstats, heatmap");
