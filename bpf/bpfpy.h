@@ -118,6 +118,19 @@ struct py_offsets {
 	 * in code units. 0: the version has no such field. */
 	__u16 code_code;
 	__u16 code_units;
+	/* Threads being born (issue 28, bpf/thread_watch.bpf.h): the thread
+	 * state of a new thread is in the argument its creator hands to the
+	 * spawn function (py_thread_spawn_symbol), a struct of _thread's, at
+	 * boot_tstate; where boot_runtime is not 0 and the word there is
+	 * &_PyRuntime, an older layout of the minor's (3.11 changed it within
+	 * its micro releases) keeps it at boot_runtime - 8 instead. A state
+	 * its creator made holds the creator's thread id (boot_tid_parent,
+	 * <= 3.11) or 0 (3.12+) until the new thread binds it. thread_hooks:
+	 * 0 when the version's facts are not known. */
+	__u8 boot_tstate;
+	__u8 boot_runtime;
+	__u8 boot_tid_parent;
+	__u8 thread_hooks;
 };
 
 #define PROC_NAMED_SLOTS  16 /* 8 sets of 2: code_named_set() takes a tag's top 3 bits */
@@ -240,16 +253,46 @@ struct proc_config {
 	__u64 named[PROC_NAMED_SLOTS];
 	/* Written by the kernel and by bpf_sampler_seed(): the thread state
 	 * last found for a tid, in slot tid % PROC_TSTATE_SLOTS. Checked
-	 * against the thread's id before use like every tstate_cache hint, so
+	 * against the thread's id before use like every tid_tstates hint, so
 	 * a slot two threads share only costs a lookup there. In front of that
 	 * map because this value is read by every sample anyway, and a lookup
-	 * in a 65536-entry map is a cold one (docs/bench.md). */
+	 * in a 65536-entry map is a cold one (docs/bench.md). Only a thread
+	 * that showed frames gets its slot (THREAD_FRAMES), and the clear hook
+	 * empties a slot before the state in it is freed. */
 	__u64 tstates[PROC_TSTATE_SLOTS];
 	struct async_config async;
 	/* The main interpreter's gc.collecting (an int; _PyRuntime's in 3.8):
 	 * a sample of the GIL holder while it is set is marked GC_COLLECTING.
 	 * 0: not read (record --no-gc, or unknown). */
 	__u64 gc_collecting_addr;
+};
+
+/*
+ * What the kernel knows of a thread of a target (map tid_tstates, key host
+ * tid; bpf/thread_watch.bpf.h keeps it, bpf_sampler_seed fills it at
+ * registration). phase 0: tstate is the thread's (a hint, checked before
+ * use); THREAD_PHASE_STARTING: the thread was spawned by _thread and has
+ * not bound tstate yet; THREAD_PHASE_EXITING: PyThreadState_Clear ran on
+ * tstate, which is never read again.
+ */
+#define THREAD_PHASE_STARTING 1
+#define THREAD_PHASE_EXITING  2
+#define THREAD_SPAWNED	      (1u << 0) /* born by _thread while sampled: never rebinds */
+#define THREAD_FRAMES	      (1u << 1) /* a sample of it had Python frames */
+
+struct thread_entry {
+	__u64 tstate;
+	__u32 pid; /* host tgid: a tid reused by another process is not this one */
+	__u8 phase;
+	__u8 flags; /* THREAD_SPAWNED, THREAD_FRAMES */
+	__u16 pad;
+};
+
+/* Map tstate_owners: (process, thread state) -> host tid of its thread. */
+struct tstate_owner_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 tstate;
 };
 
 /* Why a walk failed. A failed walk is counted, never emitted as a stack. */
@@ -396,8 +439,9 @@ struct sample_hdr {
 	 * frame_rec's instr (plus the prefixes OP_PREFIXES says were stepped
 	 * over). gc_flags: the interpreter was collecting (issue 30).
 	 * exc_flags and exc_type: record --exception, the in-flight or handled
-	 * exception's type object (issue 30). thread_phase: a thread being
-	 * born or torn down (issue 28). */
+	 * exception's type object (issue 30). thread_phase: THREAD_PHASE_STARTING
+	 * or _EXITING, a tick of a thread being born or torn down, without
+	 * frames (issue 28). */
 	__u8 leaf_op;
 	__u8 op_flags;
 	__u8 gc_flags;
@@ -570,7 +614,7 @@ struct sample_buf {
 /* The steps of an in-kernel sample that record --phases times apart. */
 enum cost_phase {
 	PHASE_START = 0, /* program start to the sample: config lookup, thinning, task ids */
-	PHASE_FIND,	 /* the thread state: the process's slots, tstate_cache, search */
+	PHASE_FIND,	 /* the thread state: the process's slots, tid_tstates, search */
 	PHASE_WALK,	 /* the frames, the GIL's two words, --opcodes' byte */
 	PHASE_NAME,	 /* code names: the filter, code_names, copies */
 	PHASE_NATIVE,	 /* native and kernel frames (--native, --kernel) */
@@ -594,7 +638,14 @@ enum counter {
 	CNT_TASK_NONE,	  /* no running task (the loop between tasks, no loop) */
 	CNT_TASK_CUT,	  /* 3.11-3.13: current tasks past TASK_SCAN_MAX not looked at */
 	CNT_NO_EXCEPTION, /* record --exception: ticks of a thread with no exception, not sampled */
-	CNT_ERR_BASE,	  /* + enum walk_error: failed walks by cause */
+	/* Issue 28, bpf/thread_watch.bpf.h: threads entered as spawned at
+	 * their clone, thread states marked cleared, and the hooks' runs
+	 * (spawn, clone, clear, exit) and their ns. */
+	CNT_THREADS_BORN,
+	CNT_THREADS_CLEARED,
+	CNT_HOOK_RUNS,
+	CNT_HOOK_NS,
+	CNT_ERR_BASE, /* + enum walk_error: failed walks by cause */
 	/* + enum cost_phase: ns per step, only with record --phases */
 	CNT_PHASE_BASE = CNT_ERR_BASE + WALK_ERR__COUNT,
 	CNT__COUNT = CNT_PHASE_BASE + PHASE__COUNT,

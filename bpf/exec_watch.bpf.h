@@ -64,6 +64,7 @@ int on_exec(__u64 *ctx)
 	(void)ctx; /* (task, old_pid, bprm): the current task says all we need */
 	if (watch_new)
 		new_pid_push(pid);
+	bpf_map_delete_elem(&tid_tstates, &pid);      /* the old image's state */
 	if (bpf_map_delete_elem(&proc_configs, &pid)) /* not a target: -ENOENT */
 		return 0;
 	bpf_map_update_elem(&execed, &pid, &one, BPF_ANY);

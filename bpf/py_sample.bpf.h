@@ -49,15 +49,31 @@ struct {
 	__type(value, struct proc_config);
 } proc_configs SEC(".maps");
 
-/* tid -> thread state. A hint only: re-validated on every hit, because a
- * thread state can be freed and its tid reused. Behind the process's own
- * slots (proc_config.tstates), which hold most threads of most processes. */
+/*
+ * tid -> struct thread_entry (bpfpy.h): the thread state last found for a
+ * thread, or the phase it is in (being born, being torn down). Behind the
+ * process's own slots (proc_config.tstates), which hold most threads of
+ * most processes. Where bpf/thread_watch.bpf.h's hooks are attached they
+ * keep it exact: a thread spawned while sampled is entered with its state
+ * before it runs, and a state is marked cleared before it is freed.
+ * Elsewhere a hint: every thread state is checked against the thread's own
+ * id before use, because a state can be freed and its tid reused.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
-	__type(value, __u64);
-} tstate_cache SEC(".maps");
+	__type(value, struct thread_entry);
+} tid_tstates SEC(".maps");
+
+/* (pid, thread state) -> tid: whose state PyThreadState_Clear clears, when
+ * another thread clears it (finalization). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tstate_owner_key);
+	__type(value, __u32);
+} tstate_owners SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -130,20 +146,26 @@ static __always_inline __u64 phase_end(__u32 p, __u64 since)
 /* Does this thread state belong to the OS thread? 3.11+ keeps the thread's
  * id as gettid() returned it, i.e. in the target's own PID namespace
  * (ns_tid); <= 3.10 keeps only pthread_self(). */
+static __always_inline __u16 tstate_id_off(const struct py_offsets *o)
+{
+	return o->tstate_native_thread_id ? o->tstate_native_thread_id : o->tstate_thread_id;
+}
+
+/* v, the word at tstate_id_off(): is it the thread's? */
+static __always_inline int tstate_id_is(const struct py_offsets *o, __u64 v, __u32 ns_tid,
+					__u64 pthread_self)
+{
+	return o->tstate_native_thread_id ? (__u32)v == ns_tid : v == pthread_self;
+}
+
 static __always_inline int tstate_is_thread(WALK_READER_T *r, const struct proc_config *cfg,
 					    __u64 tstate, __u32 ns_tid, __u64 pthread_self)
 {
-	const struct py_offsets *o = &cfg->off;
 	__u64 v = 0;
 
-	if (o->tstate_native_thread_id) {
-		if (WALK_READ(r, &v, sizeof(v), tstate + o->tstate_native_thread_id))
-			return 0;
-		return (__u32)v == ns_tid;
-	}
-	if (WALK_READ(r, &v, sizeof(v), tstate + o->tstate_thread_id))
+	if (WALK_READ(r, &v, sizeof(v), tstate + tstate_id_off(&cfg->off)))
 		return 0;
-	return v == pthread_self;
+	return tstate_id_is(&cfg->off, v, ns_tid, pthread_self);
 }
 
 /*
@@ -159,7 +181,9 @@ struct sample_req {
 	__u32 tid;	    /* host tid: the record, the tstate cache key */
 	__u32 ns_tid;	    /* tid in the target's PID namespace: what 3.11+ stores */
 	__u8 flags;	    /* SAMPLE_WALL, SAMPLE_IDLE, SAMPLE_TRACE */
-	__u8 pad[3];
+	__u8 exiting;	    /* the task is exiting (PF_EXITING): its thread state is gone */
+	__u8 pad[2];
+	__u64 task_cpu_ns; /* the task's CPU time so far (se.sum_exec_runtime) */
 	/* trace only (SAMPLE_TRACE): which probe fired, and its arguments */
 	__u32 probe_id;
 	__u32 pad1;
@@ -171,6 +195,7 @@ struct find_ctx {
 	const struct sample_req *q;
 	struct tstate_iter it;
 	__u64 found;
+	__u64 skip; /* a state cleared for this thread: never its state again */
 };
 
 static int find_step(__u32 i, void *data)
@@ -180,23 +205,21 @@ static int find_step(__u32 i, void *data)
 
 	if (!tstate_iter_next(q->reader, q->cfg, &f->it, i))
 		return 1;
-	if (tstate_is_thread(q->reader, q->cfg, f->it.tstate, q->ns_tid, q->pthread_self)) {
+	if (f->it.tstate != f->skip &&
+	    tstate_is_thread(q->reader, q->cfg, f->it.tstate, q->ns_tid, q->pthread_self)) {
 		f->found = f->it.tstate;
 		return 1;
 	}
 	return 0;
 }
 
-/* The thread state of the request's thread, or 0 if it has none (a thread
- * Python does not know of, or one not yet or no longer attached); *err is
- * then the reason the search stopped early (WALK_ERR_THREAD_CYCLE, ...). */
 /*
  * The search's starting zeros, written to the per-CPU scratch and read back
  * (walk_hide() in frame_walker.h says why): the verifier then meets the
  * step with one state however the program got here, instead of one per
  * path, and verifies it once. The values are the same.
  */
-static __always_inline void find_hide(struct find_ctx *f)
+static __always_inline void find_hide(struct find_ctx *f, __u64 skip)
 {
 	__u32 slot = SCRATCH_SLOT;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
@@ -212,34 +235,112 @@ static __always_inline void find_hide(struct find_ctx *f)
 	f->it.started = (__u32)v[0];
 	f->it.err = (__u32)v[0];
 	f->found = v[0];
+	f->skip = v[0] + skip;
 }
 
-static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *err)
+/* What find_tstate() says besides the state: why the search stopped early
+ * (WALK_ERR_THREAD_CYCLE, ...), the thread's phase when it has no state to
+ * read (THREAD_PHASE_*), and whether the thread showed frames before
+ * (THREAD_FRAMES: a walk without frames is then its end, not its start). */
+struct find_out {
+	__u32 err;
+	__u8 phase;
+	__u8 frames;
+	__u16 pad;
+};
+
+/* A thread spawned by _thread that has not bound its state after this much
+ * CPU of its own is not starting: CPython binds within microseconds of the
+ * clone (bpf/thread_watch.bpf.h). Then it is searched for like any other. */
+#define THREAD_STARTING_MAX_NS 2000000
+
+/* The thread state the search found is the thread's now. */
+static __always_inline void thread_found(const struct sample_req *q, __u64 tstate, __u8 flags)
+{
+	struct thread_entry e = {.tstate = tstate, .pid = q->pid, .flags = flags};
+	struct tstate_owner_key k = {.pid = q->pid, .tstate = tstate};
+	__u32 tid = q->tid;
+
+	bpf_map_update_elem(&tid_tstates, &tid, &e, BPF_ANY);
+	bpf_map_update_elem(&tstate_owners, &k, &tid, BPF_ANY);
+}
+
+/*
+ * The thread state of the request's thread, or 0 if it has none to read:
+ * a thread Python does not know of (out->phase 0), or one being born or
+ * torn down (out->phase THREAD_PHASE_*), whose state is not read at all.
+ * In order: an exiting task (its memory may be gone); the process's slot;
+ * the thread's entry (tid_tstates): its state, checked, or its phase; the
+ * search of the thread list, which never returns a state cleared for it.
+ */
+static __always_inline __u64 find_tstate(const struct sample_req *q, struct find_out *out)
 {
 	struct find_ctx f = {.q = q};
 	__u32 tid = q->tid;
 	__u64 *slot = &q->cfg->tstates[tid & (PROC_TSTATE_SLOTS - 1)];
-	__u64 *hint, own = *slot;
+	__u64 own = *slot, mine = 0;
+	struct thread_entry *e;
+	__u8 phase = 0, flags = 0;
 
-	*err = 0;
+	out->err = 0;
+	out->phase = 0;
+	out->frames = 1;
+	if (q->exiting) {
+		out->phase = THREAD_PHASE_EXITING;
+		return 0;
+	}
 	if (own && tstate_is_thread(q->reader, q->cfg, own, q->ns_tid, q->pthread_self))
 		return own;
-	hint = bpf_map_lookup_elem(&tstate_cache, &tid);
-	if (hint && tstate_is_thread(q->reader, q->cfg, *hint, q->ns_tid, q->pthread_self)) {
-		*slot = *hint;
-		return *hint;
+	e = bpf_map_lookup_elem(&tid_tstates, &tid);
+	if (e && e->pid == q->pid) {
+		mine = e->tstate;
+		phase = e->phase;
+		flags = e->flags;
 	}
-	find_hide(&f);
+	out->frames = flags & THREAD_FRAMES;
+	if (phase == THREAD_PHASE_EXITING) {
+		/* A thread _thread spawned ends after its clear; others (the
+		 * main thread's finalization aside) may make another state:
+		 * PyGILState_Ensure in a thread of C code. */
+		if ((flags & THREAD_SPAWNED) || tid == q->pid) {
+			out->phase = THREAD_PHASE_EXITING;
+			return 0;
+		}
+	} else if (mine && tstate_is_thread(q->reader, q->cfg, mine, q->ns_tid, q->pthread_self)) {
+		if (phase && e)
+			e->phase = 0; /* bound since it was spawned */
+		if (flags & THREAD_FRAMES)
+			*slot = mine;
+		return mine;
+	} else if (phase == THREAD_PHASE_STARTING && q->task_cpu_ns < THREAD_STARTING_MAX_NS) {
+		out->phase = THREAD_PHASE_STARTING;
+		return 0;
+	}
+	find_hide(&f, phase == THREAD_PHASE_EXITING ? mine : 0);
 	bpf_loop(TSTATE_SEARCH_MAX, find_step, &f, 0);
 	if (f.found) {
-		bpf_map_update_elem(&tstate_cache, &tid, &f.found, BPF_ANY);
-		*slot = f.found;
-	} else if (hint) {
-		bpf_map_delete_elem(&tstate_cache, &tid);
+		thread_found(q, f.found, 0);
+		out->frames = 0;
+		return f.found;
 	}
-	if (!f.found)
-		*err = f.it.err;
-	return f.found;
+	out->err = f.it.err;
+	if (!out->err && phase == THREAD_PHASE_EXITING)
+		out->phase = THREAD_PHASE_EXITING; /* cleared, and no other state since */
+	return 0;
+}
+
+/* The first sample with frames of a thread found through its entry: its
+ * slot may hold it from now on (a walk without frames is from then on the
+ * thread's end: find_out.frames). */
+static __always_inline void thread_saw_frames(const struct sample_req *q, __u64 tstate)
+{
+	__u32 tid = q->tid;
+	struct thread_entry *e = bpf_map_lookup_elem(&tid_tstates, &tid);
+
+	if (!e || e->pid != q->pid || e->tstate != tstate || e->phase)
+		return;
+	e->flags |= THREAD_FRAMES;
+	q->cfg->tstates[tid & (PROC_TSTATE_SLOTS - 1)] = tstate;
 }
 
 struct name_ctx {
@@ -325,6 +426,22 @@ static int name_step(__u32 i, void *data)
 	return 0;
 }
 
+/* The sample's sample_hdr.thread_phase: find_tstate()'s, or for a state
+ * without frames, its thread before its first Python frame or past its
+ * last (bpf/thread_watch.bpf.h). A first walk with frames gives the
+ * thread its slot. */
+static __always_inline __u8 thread_phase_of(const struct sample_req *q, const struct find_out *fo,
+					    __u64 tstate, __u32 err, __u32 n)
+{
+	if (!tstate || err)
+		return fo->phase;
+	if (!n)
+		return fo->frames ? THREAD_PHASE_EXITING : THREAD_PHASE_STARTING;
+	if (!fo->frames)
+		thread_saw_frames(q, tstate);
+	return 0;
+}
+
 #ifdef BPFPY_NATIVE
 /* bpf/native_unwind.bpf.h: native and kernel addresses after the frames. */
 static __always_inline void native_append(const struct sample_req *q, struct sample_scratch *sc,
@@ -342,6 +459,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	__u32 slot = SCRATCH_SLOT;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	struct walk_state w = {};
+	struct find_out fo;
 	struct sample_hdr *h;
 	__u64 tstate, size;
 	__u32 n, err = 0;
@@ -350,18 +468,21 @@ static __always_inline int sample_thread(const struct sample_req *q)
 
 	if (!sc)
 		return -1;
-	tstate = find_tstate(q, &err);
+	tstate = find_tstate(q, &fo);
+	err = fo.err;
 	t = phase_end(PHASE_FIND, t);
-	if (!tstate && !err) {
+	if (!tstate && !err && !fo.phase) {
 		count_add(CNT_NO_PYTHON, 1);
 		return -1;
 	}
 	h = &sc->buf.hdr;
 	h->exc_flags = 0;
 	h->exc_type = 0;
-	if (tstate && (q->cfg->flags & PROC_EXCEPTION)) {
-		/* Before the walk: a thread with no exception costs two reads. */
-		h->exc_flags = walk_exc(q->reader, q->cfg, tstate, &h->exc_type, sc->tmp);
+	if (!err && (q->cfg->flags & PROC_EXCEPTION)) {
+		/* Before the walk: a thread with no exception costs two reads
+		 * (one being born or torn down has none). */
+		if (tstate)
+			h->exc_flags = walk_exc(q->reader, q->cfg, tstate, &h->exc_type, sc->tmp);
 		if (!h->exc_flags) {
 			count_add(CNT_NO_EXCEPTION, 1);
 			return -1;
@@ -370,6 +491,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	if (tstate)
 		err = walk_run(&w, q->cfg, q->reader, &sc->ws, sc->buf.frames, q->cfg->max_depth,
 			       tstate);
+	h->thread_phase = thread_phase_of(q, &fo, tstate, err, w.n);
 	h->ts_ns = q->start_ns;
 	h->tstate = tstate;
 	h->pid = q->pid;

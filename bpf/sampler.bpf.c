@@ -24,6 +24,7 @@ struct bpf_reader {
 #include "native_unwind.bpf.h"
 #include "task_ids.bpf.h"
 #include "exec_watch.bpf.h"
+#include "thread_watch.bpf.h"
 
 /*
  * Poisson sampling by thinning: the clock runs at a base rate k times the

@@ -18,6 +18,10 @@
 
 #include <bpf/bpf_core_read.h>
 
+/* task_struct.flags: getting shut down (PF_EXITING, include/linux/sched.h,
+ * the same value since 2.6). */
+#define TASK_PF_EXITING 0x00000004
+
 /* PID namespaces nest at most this deep (MAX_PID_NS_LEVEL in the kernel). */
 #define TASK_MAX_NS_LEVEL 32
 
@@ -56,6 +60,10 @@ static __always_inline void sample_req_task(struct sample_req *q, struct task_st
 	/* pthread_self() is the thread's fs base with glibc on x86_64; only
 	 * Python <= 3.10, whose thread states lack the OS tid, needs it. */
 	q->pthread_self = task->thread.fsbase;
+	/* do_exit() sets it before it tears the task's memory down: a tick
+	 * there reads nothing of the target (a thread exiting, not a fault). */
+	q->exiting = !!(task->flags & TASK_PF_EXITING);
+	q->task_cpu_ns = task->se.sum_exec_runtime;
 }
 
 #endif /* TASK_IDS_BPF_H */

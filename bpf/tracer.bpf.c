@@ -82,14 +82,15 @@ struct {
  * location key. Costs the tstate lookup (cached) and one or two frames. */
 static __always_inline __u64 leaf_code(const struct sample_req *q)
 {
-	__u32 slot = SCRATCH_SLOT, err;
+	__u32 slot = SCRATCH_SLOT;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
+	struct find_out fo;
 	struct walk_state w = {};
 	__u64 tstate;
 
 	if (!sc)
 		return 0;
-	tstate = find_tstate(q, &err);
+	tstate = find_tstate(q, &fo);
 	if (!tstate)
 		return 0;
 	/* Depth 1: shim and entry frames are skipped on the way, no further.

@@ -23,6 +23,7 @@ struct bpf_reader {
 #include "py_sample.bpf.h"
 #include "task_ids.bpf.h"
 #include "exec_watch.bpf.h"
+#include "thread_watch.bpf.h"
 
 SEC("iter.s/task")
 int wall_snapshot(struct bpf_iter__task *ctx)

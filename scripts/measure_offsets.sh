@@ -38,7 +38,8 @@ for dir in "$PYENV"/3.*; do
 	pahole -E "$lib" 2>/dev/null >"$tmp/dump"
 	for s in _err_stackitem PyASCIIObject PyCompactUnicodeObject PyBytesObject PyCodeObject PyModuleObject PyDictObject \
 		_dictkeysobject _dictvalues _longobject _typeobject _heaptypeobject PyTupleObject \
-		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject PyCFunctionObject PyFloatObject PyCellObject; do
+		PyGenObject PySetObject PyListObject _PyWeakReference PyMethodObject PyCFunctionObject PyFloatObject PyCellObject \
+		bootstate; do
 		pahole -E -C "$s" "$lib" 2>/dev/null >>"$tmp/dump" || true
 	done
 	# asyncio's TaskObj lives in the _asyncio extension's DWARF (3.11-3.13).
@@ -259,6 +260,9 @@ else:
 put("tstate_exc_info", off(TS, "exc_info"))
 if ver <= (3, 10):
     put("stackitem_exc_value", off("_err_stackitem", "exc_value"))
+# Threads spawned while sampled (struct py_offsets, bpf/thread_watch.bpf.h):
+# where _thread's struct bootstate keeps the new thread's state.
+put("boot_tstate", off("bootstate", "tstate"))
 # [gc] frames (struct py_extra): gc.collecting, in _PyRuntime in 3.8, in
 # the interpreter from 3.9.
 if ver <= (3, 8):

@@ -118,6 +118,7 @@ static const struct key keys[] = {
     KO(cur_exc_is_type),
     KO(tstate_exc_info),
     KO(stackitem_exc_value),
+    KO(boot_tstate),
     KX(interp_id),
     KX(gc_collecting),
     KX(gc_in_runtime),
@@ -442,6 +443,10 @@ static void test_debug_313(void **state)
 	assert_int_equal(po.bytes_size, 16);
 	assert_int_equal(po.bytes_data, 32);
 	assert_int_equal(po.tstate_base_frame, 0);
+	/* thread spawns: bootstate {tstate, ...}, a new state unbound */
+	assert_int_equal(po.thread_hooks, 1);
+	assert_int_equal(po.boot_tstate, 0);
+	assert_int_equal(po.boot_tid_parent, 0);
 }
 
 static void test_debug_314(void **state)
@@ -677,8 +682,18 @@ static void test_version_facts(void **state)
 								   : "PyEval_EvalFrameEx");
 		assert_int_equal(py_version_final_of(PY_VERSION(3, want[i].minor)),
 				 PY_VERSION(3, want[i].minor) | 0xf0);
+		/* Thread spawns (bpf/thread_watch.bpf.h): _thread's spawn
+		 * function, and whether a new state holds its creator's id. */
+		assert_string_equal(py_thread_spawn_symbol(hex),
+				    want[i].minor >= 13 ? "PyThread_start_joinable_thread"
+							: "PyThread_start_new_thread");
 		if (want[i].debug)
 			continue;
+		assert_int_equal(py_offsets_for_version(hex, &po, &px, &d), 0);
+		assert_int_equal(po.thread_hooks, 1);
+		assert_int_equal(po.boot_tid_parent, want[i].minor <= 11);
+		/* 3.11's older bootstate: the state just before &_PyRuntime */
+		assert_int_equal(po.boot_runtime, want[i].minor == 11 ? 40 : 0);
 		/* The tables agree: frame objects up to 3.10, lnotab counting
 		 * bytes up to 3.9, and the co_flags/co_argcount gap (8 bytes
 		 * in 3.11, 4 from 3.12, which the debug path relies on). */
@@ -690,6 +705,7 @@ static void test_version_facts(void **state)
 		if (want[i].minor == 12)
 			assert_int_equal(po.code_argcount - po.code_flags, 4);
 	}
+	assert_null(py_thread_spawn_symbol(PY_VERSION(3, 16)));
 	assert_false(py_version_plausible(0x020712f0));
 	assert_true(py_version_plausible(0x030c01f0));
 	assert_true(py_version_too_old(PY_VERSION(3, 7)));

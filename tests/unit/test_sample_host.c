@@ -39,7 +39,6 @@
 
 static void *bpf_map_lookup_elem(void *map, const void *key);
 static long bpf_map_update_elem(void *map, const void *key, const void *value, __u64 flags);
-static long bpf_map_delete_elem(void *map, const void *key);
 static long bpf_loop(__u32 nr, int (*fn)(__u32, void *), void *ctx, __u64 flags);
 static long bpf_ringbuf_output(void *rb, void *data, __u64 size, __u64 flags);
 static __u64 bpf_ktime_get_ns(void);
@@ -50,11 +49,17 @@ static __u32 bpf_get_smp_processor_id(void);
 #define CACHE_MAX 64
 static struct sample_scratch scratch_mem;
 static __u64 counter_mem[CNT__COUNT];
+/* tid_tstates and tstate_owners: plain arrays. */
 static struct {
 	__u32 tid;
-	__u64 tstate;
+	struct thread_entry e;
 } cache_mem[CACHE_MAX];
 static int ncache;
+static struct {
+	struct tstate_owner_key k;
+	__u32 tid;
+} owner_mem[CACHE_MAX];
+static int nowners;
 /* code_names: a plain array, no eviction (tests stay far below the bound). */
 #define NAMES_MAX 16
 static struct {
@@ -69,6 +74,10 @@ static struct {
 	struct code_table_chunk v;
 } tables_mem[TABLES_MAX];
 static int ntables, tables_fail_at = -1;
+/* What the next tick's task says of itself: its CPU time, and whether it
+ * is exiting (sample_req_task). */
+static __u64 tick_cpu_ns;
+static int tick_exiting;
 static unsigned char rb_mem[sizeof(struct sample_buf)];
 static __u64 rb_size;
 static int rb_records;
@@ -94,10 +103,16 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 				return &tables_mem[i].v;
 		return NULL;
 	}
-	if (map == &tstate_cache) {
+	if (map == &tid_tstates) {
 		for (int i = 0; i < ncache; i++)
-			if (cache_mem[i].tid == k)
-				return &cache_mem[i].tstate;
+			if (cache_mem[i].tid == k && k)
+				return &cache_mem[i].e;
+		return NULL;
+	}
+	if (map == &tstate_owners) {
+		for (int i = 0; i < nowners; i++)
+			if (!memcmp(&owner_mem[i].k, key, sizeof(owner_mem[i].k)))
+				return &owner_mem[i].tid;
 		return NULL;
 	}
 	fail_msg("lookup in an unexpected map");
@@ -106,7 +121,7 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 
 static long bpf_map_update_elem(void *map, const void *key, const void *value, __u64 flags)
 {
-	__u64 *v;
+	struct thread_entry *e;
 
 	if (map == &code_names) {
 		assert_int_equal(flags, BPF_NOEXIST);
@@ -133,24 +148,25 @@ static long bpf_map_update_elem(void *map, const void *key, const void *value, _
 		memcpy(c, value, sizeof(*c));
 		return 0;
 	}
-	assert_ptr_equal(map, &tstate_cache);
-	v = bpf_map_lookup_elem(map, key);
-	if (!v) {
+	if (map == &tstate_owners) {
+		__u32 *t = bpf_map_lookup_elem(map, key);
+
+		if (!t) {
+			assert_true(nowners < CACHE_MAX);
+			memcpy(&owner_mem[nowners].k, key, sizeof(owner_mem[0].k));
+			t = &owner_mem[nowners++].tid;
+		}
+		*t = *(const __u32 *)value;
+		return 0;
+	}
+	assert_ptr_equal(map, &tid_tstates);
+	e = bpf_map_lookup_elem(map, key);
+	if (!e) {
 		assert_true(ncache < CACHE_MAX);
 		cache_mem[ncache].tid = *(const __u32 *)key;
-		v = &cache_mem[ncache++].tstate;
+		e = &cache_mem[ncache++].e;
 	}
-	*v = *(const __u64 *)value;
-	return 0;
-}
-
-static long bpf_map_delete_elem(void *map, const void *key)
-{
-	__u64 *v = bpf_map_lookup_elem(map, key);
-
-	if (!v)
-		return -2;
-	*v = 0;
+	memcpy(e, value, sizeof(*e));
 	return 0;
 }
 
@@ -311,12 +327,15 @@ static void build(struct image *im, uint32_t version, int nthreads, const int *d
 	memset(&scratch_mem, 0, sizeof(scratch_mem));
 	memset(counter_mem, 0, sizeof(counter_mem));
 	ncache = 0;
+	nowners = 0;
 	nnames = 0;
 	ntables = 0;
 	tables_fail_at = -1;
 	rb_records = 0;
 	rb_size = 0;
 	loop_turns = 0;
+	tick_cpu_ns = 0;
+	tick_exiting = 0;
 }
 
 static void gil(int locked, uint64_t holder)
@@ -331,6 +350,8 @@ static const struct sample_hdr *tick(struct image *im, int k, int in_container)
 {
 	struct sample_req q = {.cfg = &im->cfg, .reader = &im->r, .start_ns = 1, .pid = 4242};
 
+	q.task_cpu_ns = tick_cpu_ns;
+	q.exiting = (__u8)tick_exiting;
 	q.tid = 5000 + (uint32_t)k;
 	q.ns_tid = in_container ? 100 + (uint32_t)k : q.tid;
 	q.pthread_self = 0x7000 + (uint64_t)k;
@@ -830,6 +851,159 @@ static void test_proc_tstate_slots(void **state)
 			assert_int_equal(im.cfg.tstates[slot], TSTATE(1));
 		}
 	}
+}
+
+/* Issue 28: the entry the hooks (bpf/thread_watch.bpf.h) leave for thread k
+ * of the image, host tid 5000 + k. */
+static struct thread_entry *entry_of(int k)
+{
+	__u32 tid = 5000 + (__u32)k;
+
+	return bpf_map_lookup_elem(&tid_tstates, &tid);
+}
+
+static void put_entry(int k, __u64 tstate, __u8 phase, __u8 flags)
+{
+	struct thread_entry e = {.tstate = tstate, .pid = 4242, .phase = phase, .flags = flags};
+	__u32 tid = 5000 + (__u32)k;
+
+	assert_int_equal(bpf_map_update_elem(&tid_tstates, &tid, &e, BPF_ANY), 0);
+}
+
+/* A thread spawned and not bound yet: [thread starting], its state read
+ * only for its id; once bound, an ordinary sample, and its entry live.
+ * A "spawned" thread that binds nothing for longer than any CPython takes
+ * is searched for like any other. 3.10 (pthread_self) and 3.12. */
+static void test_thread_starting(void **state)
+{
+	static const int depth[] = {2, 3};
+	static const uint32_t versions[] = {V310, V312};
+
+	(void)state;
+	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		struct image im;
+		const struct sample_hdr *h;
+		const struct py_offsets *o;
+
+		build(&im, versions[v], 2, depth);
+		o = &im.cfg.off;
+		/* unbound: the creator's ids (<= 3.11) or 0 (3.12+) */
+		put64(tstate_b[1], o->tstate_thread_id, 0x7000);
+		if (o->tstate_native_thread_id)
+			put64(tstate_b[1], o->tstate_native_thread_id, 0);
+		put_entry(1, TSTATE(1), THREAD_PHASE_STARTING, THREAD_SPAWNED);
+		loop_turns = 0;
+		h = tick(&im, 1, 1);
+		assert_non_null(h);
+		assert_int_equal(h->thread_phase, THREAD_PHASE_STARTING);
+		assert_int_equal(h->nframes, 0);
+		assert_int_equal(h->flags & SAMPLE_ERROR, 0);
+		assert_int_equal(h->tstate, 0);
+		assert_int_equal(loop_turns, 0); /* no search, no walk */
+		/* long past any CPython's start: searched, and not found */
+		tick_cpu_ns = THREAD_STARTING_MAX_NS;
+		assert_null(tick(&im, 1, 1));
+		assert_int_equal(counter_mem[CNT_NO_PYTHON], 1);
+		/* bound: its own ids */
+		tick_cpu_ns = 0;
+		put64(tstate_b[1], o->tstate_thread_id, 0x7001);
+		if (o->tstate_native_thread_id)
+			put64(tstate_b[1], o->tstate_native_thread_id, 101);
+		h = tick(&im, 1, 1);
+		assert_non_null(h);
+		assert_int_equal(h->thread_phase, 0);
+		assert_int_equal(h->nframes, 3);
+		assert_int_equal(h->tstate, TSTATE(1));
+		assert_int_equal(entry_of(1)->phase, 0);
+		assert_int_equal(entry_of(1)->flags, THREAD_SPAWNED | THREAD_FRAMES);
+		assert_int_equal(im.cfg.tstates[5001 & (PROC_TSTATE_SLOTS - 1)], TSTATE(1));
+	}
+}
+
+/* A state cleared (PyThreadState_Clear seen) is never read again: the
+ * thread's ticks are [thread exiting] with no read at all (its state here
+ * is unreadable, as freed memory may be), as are those of a task the
+ * kernel is tearing down. A thread not spawned by _thread may make
+ * another state (PyGILState_Ensure): searched for, never finding the
+ * cleared one. */
+static void test_thread_exiting(void **state)
+{
+	static const int depth[] = {2, 3};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V312, 2, depth);
+	put_entry(1, 0xdead0000ull, THREAD_PHASE_EXITING, THREAD_SPAWNED);
+	loop_turns = 0;
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, THREAD_PHASE_EXITING);
+	assert_int_equal(h->nframes, 0);
+	assert_int_equal(h->flags & SAMPLE_ERROR, 0);
+	assert_int_equal(loop_turns, 0);
+
+	/* not spawned: the list still holds the cleared state, skipped */
+	put_entry(1, TSTATE(1), THREAD_PHASE_EXITING, 0);
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, THREAD_PHASE_EXITING);
+	assert_int_equal(h->tstate, 0);
+	/* a new state of the thread (here: thread 0's, given its ids) */
+	put64(tstate_b[0], im.cfg.off.tstate_native_thread_id, 101);
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, 0);
+	assert_int_equal(h->tstate, TSTATE(0));
+	assert_int_equal(h->nframes, 2);
+	assert_int_equal(entry_of(1)->phase, 0);
+	assert_int_equal(entry_of(1)->tstate, TSTATE(0));
+
+	/* the kernel's exit: nothing of the target is read */
+	build(&im, V312, 2, depth);
+	tick_exiting = 1;
+	loop_turns = 0;
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, THREAD_PHASE_EXITING);
+	assert_int_equal(loop_turns, 0);
+	assert_int_equal(ncache, 0);
+}
+
+/* A state without frames: before its thread's first Python frame
+ * ([thread starting]) or after its last ([thread exiting]), told by
+ * whether a sample of it had frames. Under --exception, not sampled. */
+static void test_thread_no_frames(void **state)
+{
+	static const int depth[] = {2, 0};
+	struct image im;
+	const struct sample_hdr *h;
+
+	(void)state;
+	build(&im, V312, 2, depth);
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->tstate, TSTATE(1));
+	assert_int_equal(h->nframes, 0);
+	assert_int_equal(h->thread_phase, THREAD_PHASE_STARTING);
+	entry_of(1)->flags |= THREAD_FRAMES;
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, THREAD_PHASE_EXITING);
+	/* the slot of a thread that showed frames says so too */
+	im.cfg.tstates[5001 & (PROC_TSTATE_SLOTS - 1)] = TSTATE(1);
+	h = tick(&im, 1, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, THREAD_PHASE_EXITING);
+	h = tick(&im, 0, 1);
+	assert_non_null(h);
+	assert_int_equal(h->thread_phase, 0);
+	assert_int_equal(h->nframes, 2);
+
+	im.cfg.flags |= PROC_EXCEPTION;
+	put_entry(1, TSTATE(1), THREAD_PHASE_EXITING, THREAD_SPAWNED);
+	assert_null(tick(&im, 1, 1));
+	assert_int_equal(counter_mem[CNT_NO_EXCEPTION], 1);
 }
 
 /* The filter is two-way: two tags of one set both stay; a third only
@@ -1769,6 +1943,9 @@ int main(void)
 	    cmocka_unit_test(test_kernel_names),
 	    cmocka_unit_test(test_kernel_tables),
 	    cmocka_unit_test(test_proc_tstate_slots),
+	    cmocka_unit_test(test_thread_starting),
+	    cmocka_unit_test(test_thread_exiting),
+	    cmocka_unit_test(test_thread_no_frames),
 	    cmocka_unit_test(test_named_filter),
 	    cmocka_unit_test(test_named_sets),
 	    cmocka_unit_test(test_name_pass_turns),

@@ -218,6 +218,7 @@ struct bin_facts {
 	unsigned sym_found; /* bit i: fact_syms[i] is defined */
 	uint32_t file_version, symbols_version;
 	char build_id[65];
+	uint64_t hook_off[PY_THREAD_HOOK_NAMES]; /* py_binary.hook_off */
 };
 
 /* A host runs few interpreters, but every executable of an exec'ing host
@@ -272,6 +273,10 @@ static void facts_read(struct elfsym *e, struct bin_facts *f)
 		if (!elfsym_lookup(e, fact_syms[i], &f->sym[i], NULL))
 			f->sym_found |= 1u << i;
 	f->has_usdt = elfsym_has_usdt(e);
+	for (int i = 0; i < PY_THREAD_HOOK_NAMES; i++)
+		if (elfsym_lookup(e, py_thread_hook_names[i], &v, NULL) ||
+		    elfsym_file_offset(e, v, &f->hook_off[i]))
+			f->hook_off[i] = 0;
 	if (elfsym_build_id(e, f->build_id, sizeof(f->build_id)))
 		f->build_id[0] = '\0';
 	if (!(f->sym_found & (1u << SYM_PY_VERSION)) ||
@@ -362,6 +367,7 @@ static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c,
 	b->frame_type_addr = sym_addr(f, SYM_FRAME, b->load_bias);
 	b->unicode_type_addr = sym_addr(f, SYM_UNICODE, b->load_bias);
 	b->has_usdt = f->has_usdt;
+	memcpy(b->hook_off, f->hook_off, sizeof(b->hook_off));
 	snprintf(b->build_id, sizeof(b->build_id), "%s", f->build_id);
 
 	/* Py_Version as the running process has it, else as the file has it;
@@ -392,6 +398,14 @@ static int fill(pid_t pid, const struct proc_maps *m, const struct candidate *c,
 		    d, EXIT_UNSUPPORTED,
 		    "pid %d: Python %u.%u is not supported (bpfpy reads 3.%d and newer)", (int)pid,
 		    PY_MAJOR(b->version_hex), PY_MINOR(b->version_hex), PY_OFFSETS_MIN_MINOR);
+	return 0;
+}
+
+uint64_t py_binary_hook_offset(const struct py_binary *b, const char *name)
+{
+	for (int i = 0; name && i < PY_THREAD_HOOK_NAMES; i++)
+		if (!strcmp(py_thread_hook_names[i], name))
+			return b->hook_off[i];
 	return 0;
 }
 

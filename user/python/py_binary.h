@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "py_offsets.h"
+
 struct diag;
 
 struct py_binary {
@@ -27,7 +29,14 @@ struct py_binary {
 	int has_usdt;		    /* the file has .note.stapsdt */
 	char ns_note[128];	    /* "" or "mnt ns N (chroot DIR)" */
 	char build_id[65];	    /* hex GNU build-id, "" if none */
+	/* File offsets (where uprobes go) of py_thread_hook_names, 0 for a
+	 * name the file does not define as code: py_binary_hook_offset(). */
+	uint64_t hook_off[PY_THREAD_HOOK_NAMES];
 };
+
+/* The file offset of function name (one of py_thread_hook_names) in the
+ * interpreter's file, 0 if it has none. */
+uint64_t py_binary_hook_offset(const struct py_binary *b, const char *name);
 
 /* Find the interpreter of process pid. 0 on success; -1 with d set:
  *   EXIT_NO_PROCESS   no such pid (or it exited)

@@ -397,6 +397,61 @@ static int check_release(uint32_t hex, struct diag *d)
 	return 0;
 }
 
+/*
+ * Thread spawns and ends (issue 28, bpf/thread_watch.bpf.h). _thread makes
+ * a new thread's state in the creator, then hands its bootstrap (t_bootstrap
+ * or thread_run) and a struct bootstate to the spawn function; the new
+ * thread binds the state, runs, then calls PyThreadState_Clear on it before
+ * it is freed. Every name below is in .dynsym of every build, and every
+ * call from _thread is a real call, not inlined (gdb breakpoints on the
+ * pyenv builds, Debian's 3.11.2 and sid's 3.14 and 3.15, each state the
+ * same as the one PyEval_AcquireThread got in the new thread).
+ * Where bootstate keeps the state (pahole on the pyenv builds: the
+ * "boot_tstate" key of tests/data/pahole_offsets.txt; gdb on the others):
+ * {interp, func, args, kwargs, tstate[, runtime]} up to 3.10 and in
+ * Debian's 3.11.2, the state at 32 and from 3.9 &_PyRuntime at 40;
+ * {tstate, ...} in a later 3.11 (the pyenv 3.11.7) and in 3.12-3.15. A
+ * 3.11 is told apart at each spawn by the word at 40. Up to 3.11 a new
+ * state carries its creator's thread id until its thread sets its own;
+ * from 3.12 it is unbound, thread id 0.
+ */
+static const struct {
+	unsigned min_minor, max_minor;
+	uint8_t tstate, runtime, tid_parent;
+	const char *spawn;
+} thread_facts[] = {
+    {8, 10, 32, 0, 1, "PyThread_start_new_thread"},
+    {11, 11, 0, 40, 1, "PyThread_start_new_thread"},
+    {12, 12, 0, 0, 0, "PyThread_start_new_thread"},
+    {13, PY_OFFSETS_MAX_MINOR, 0, 0, 0, "PyThread_start_joinable_thread"},
+};
+
+const char *const py_thread_hook_names[PY_THREAD_HOOK_NAMES + 1] = {
+    "PyThread_start_new_thread", "PyThread_start_joinable_thread", PY_TSTATE_CLEAR_SYMBOL, NULL};
+
+static void thread_hook_facts(struct py_offsets *o)
+{
+	unsigned minor = PY_MINOR(o->version_hex);
+
+	for (size_t i = 0; i < sizeof(thread_facts) / sizeof(thread_facts[0]); i++)
+		if (PY_MAJOR(o->version_hex) == 3 && minor >= thread_facts[i].min_minor &&
+		    minor <= thread_facts[i].max_minor) {
+			o->boot_tstate = thread_facts[i].tstate;
+			o->boot_runtime = thread_facts[i].runtime;
+			o->boot_tid_parent = thread_facts[i].tid_parent;
+			o->thread_hooks = 1;
+		}
+}
+
+const char *py_thread_spawn_symbol(uint32_t hex)
+{
+	for (size_t i = 0; i < sizeof(thread_facts) / sizeof(thread_facts[0]); i++)
+		if (PY_MAJOR(hex) == 3 && PY_MINOR(hex) >= thread_facts[i].min_minor &&
+		    PY_MINOR(hex) <= thread_facts[i].max_minor)
+			return thread_facts[i].spawn;
+	return NULL;
+}
+
 int py_offsets_for_version(uint32_t version_hex, struct py_offsets *o, struct py_extra *x,
 			   struct diag *d)
 {
@@ -412,6 +467,7 @@ int py_offsets_for_version(uint32_t version_hex, struct py_offsets *o, struct py
 		o->version_hex = version_hex;
 		read_sizes(o, x->frame_size);
 		o->op_prefix = op_prefix(o);
+		thread_hook_facts(o);
 		return 0;
 	}
 	if (PY_MINOR(version_hex) <= PY_OFFSETS_MAX_MINOR)
@@ -1059,6 +1115,7 @@ int py_offsets_from_debug(const void *buf, size_t len, struct py_offsets *o, str
 	    async_from_debug(&p, &x->async) || locals_from_debug(&p, &x->locals))
 		return -1;
 	read_sizes(o, x->frame_size);
+	thread_hook_facts(o);
 	/* The walker reads a frame and a code object into fixed buffers with
 	 * masked offsets: a field beyond them cannot be read at all. */
 	if (o->frame_read_size > BPFPY_FRAME_BUF)

@@ -159,6 +159,20 @@ int py_native_is_eval(uint32_t hex, const char *sym);
 const char *py_native_eval_name(size_t i);
 
 /*
+ * Threads born and ended while sampled (bpf/thread_watch.bpf.h): the
+ * function _thread spawns a thread with (PyThread_start_new_thread up to
+ * 3.12, PyThread_start_joinable_thread from 3.13; NULL for a version whose
+ * facts are not known), and the one every thread state goes through before
+ * it is freed. py_thread_hook_names lists every name either may be, NULL
+ * ended (py_binary looks them up once per file). The bootstate layouts are
+ * struct py_offsets' boot_* fields.
+ */
+#define PY_TSTATE_CLEAR_SYMBOL "PyThreadState_Clear"
+#define PY_THREAD_HOOK_NAMES   3
+const char *py_thread_spawn_symbol(uint32_t hex);
+extern const char *const py_thread_hook_names[PY_THREAD_HOOK_NAMES + 1];
+
+/*
  * API symbols each release added, newest first: the major.minor of a
  * binary without Py_Version (before 3.11) when its file name says nothing.
  * A binary with _PyRuntime but none of them is PY_RUNTIME_FIRST (3.7).

@@ -21,8 +21,8 @@ struct offcpu {
 
 /* The sampler's maps the off-CPU program uses as its own: without them it
  * would see no process, name no code and write where nobody reads. */
-static const char *const shared_maps[] = {"proc_configs", "tstate_cache", "code_names",
-					  "code_tables", "events"};
+static const char *const shared_maps[] = {"proc_configs", "tid_tstates", "tstate_owners",
+					  "code_names",	  "code_tables", "events"};
 
 int offcpu_open(struct offcpu **out, struct bpf_object *shared, const struct offcpu_opts *o,
 		struct diag *d)

@@ -48,6 +48,26 @@ int targets_symbolize(struct rec_target *t, const struct sample_hdr *h,
 	return unnamed ? -1 : 0;
 }
 
+/* A target just registered: what the kernel can learn of it now, rather
+ * than at its first samples. */
+static void sampler_learn(struct target_set *ts, struct rec_target *t)
+{
+	struct diag hd = {0};
+
+	/* names of code freed before we read them */
+	code_cache_set_names(t->cache, bpf_sampler_code_name, ts->sampler, (uint32_t)t->pid);
+	/* Threads spawned and ended from now on (before the seed, so that
+	 * none falls between them); without, they are searched for. */
+	if (bpf_sampler_watch_threads(ts->sampler, t->pid, &t->proc->bin,
+				      t->proc->cfg.off.version_hex, &hd) &&
+	    ts->verbose) {
+		fputs("bpfpy: note: ", stderr);
+		text_put(stderr, hd.msg);
+		fputc('\n', stderr);
+	}
+	bpf_sampler_seed(ts->sampler, t->pid, &t->proc->mem, &t->proc->cfg, &t->proc->extra.obj);
+}
+
 int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 {
 	struct rec_target *t;
@@ -126,11 +146,8 @@ int targets_add(struct target_set *ts, pid_t pid, struct diag *d)
 		async_target_free(t);
 		goto fail;
 	}
-	if (ts->sampler) { /* names of code freed before we read them */
-		code_cache_set_names(t->cache, bpf_sampler_code_name, ts->sampler, (uint32_t)pid);
-		bpf_sampler_seed(ts->sampler, pid, &t->proc->mem, &t->proc->cfg,
-				 &t->proc->extra.obj);
-	}
+	if (ts->sampler)
+		sampler_learn(ts, t);
 	t->pidfd = proc_pidfd_open(pid, t->starttime);
 	ts->t[ts->n++] = t;
 	if (ts->verbose) {

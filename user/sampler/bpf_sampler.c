@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "proc_ns.h"
 #include "stack_reader.h"
+#include "thread_hooks.h"
 #include "walker_user.h"
 #include "sampler.skel.h"
 #include "wallclock.skel.h"
@@ -35,7 +36,8 @@ struct bpf_sampler {
 	struct bpf_link *fork_link; /* same, targets_grow only */
 	int configs_fd, counters_fd, execed_fd;
 	struct code_name_maps names; /* code_names, code_tables */
-	int tstates_fd;		     /* tstate_cache: tid -> thread state hints */
+	int tstates_fd, owners_fd;   /* tid_tstates, tstate_owners (bpfpy.h thread_entry) */
+	struct thread_hooks *th;     /* bpf/thread_watch.bpf.h, or NULL */
 	int new_fd, new_lost_fd;     /* targets_grow: bpf/exec_watch.bpf.h new_pids */
 	pid_t only_pid;		     /* wall clock: iterate this process's threads only */
 	struct ring_buffer *rb;
@@ -210,7 +212,9 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->execed_fd = bpf_map__fd(s->wskel->maps.execed);
 		s->names.names_fd = bpf_map__fd(s->wskel->maps.code_names);
 		s->names.tables_fd = bpf_map__fd(s->wskel->maps.code_tables);
-		s->tstates_fd = bpf_map__fd(s->wskel->maps.tstate_cache);
+		s->tstates_fd = bpf_map__fd(s->wskel->maps.tid_tstates);
+		s->owners_fd = bpf_map__fd(s->wskel->maps.tstate_owners);
+		s->th = thread_hooks_new(s->wskel->obj);
 		s->new_fd = bpf_map__fd(s->wskel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->wskel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->wskel->maps.events);
@@ -220,7 +224,9 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_opts *o,
 		s->execed_fd = bpf_map__fd(s->skel->maps.execed);
 		s->names.names_fd = bpf_map__fd(s->skel->maps.code_names);
 		s->names.tables_fd = bpf_map__fd(s->skel->maps.code_tables);
-		s->tstates_fd = bpf_map__fd(s->skel->maps.tstate_cache);
+		s->tstates_fd = bpf_map__fd(s->skel->maps.tid_tstates);
+		s->owners_fd = bpf_map__fd(s->skel->maps.tstate_owners);
+		s->th = thread_hooks_new(s->skel->obj);
 		s->new_fd = bpf_map__fd(s->skel->maps.new_pids);
 		s->new_lost_fd = bpf_map__fd(s->skel->maps.new_pids_lost);
 		events_fd = bpf_map__fd(s->skel->maps.events);
@@ -396,15 +402,11 @@ static __u64 seed_name(struct bpf_sampler *s, struct mem_reader *r, const struct
  * named go into kc's filter too, as the kernel would put them.
  */
 static void seed_names(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
-		       const struct proc_config *cfg, __u64 tstate, struct thread_stack *ts,
-		       int *budget, struct proc_config *kc)
+		       const struct proc_config *cfg, struct thread_stack *ts, int *budget,
+		       struct proc_config *kc)
 {
 	__u64 tag;
 
-	/* A live read of a running thread can be torn (its leaf frame popped
-	 * meanwhile): the walk then fails and names nothing. Read again. */
-	for (int tries = 0; tries < 3 && stack_read_thread(r, cfg, tstate, ts); tries++)
-		;
 	for (uint32_t i = 0; i < ts->nframes; i++) {
 		const struct frame_rec *f = &ts->frames[i];
 		struct code_name_key k = {
@@ -507,6 +509,60 @@ static void seed_consts(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 	}
 }
 
+/* A thread the seed found, for the slot it may take at the end. */
+struct seed_slot {
+	__u32 tid;
+	__u64 tstate;
+};
+
+/*
+ * Thread tid of pid has state tstate (and showed frames, or not): its
+ * entry in tid_tstates, unless the kernel's hooks already made one (a
+ * thread spawned or cleared since they were attached knows better), and
+ * the slot it may take (the main thread wins a shared one).
+ */
+static void seed_thread(struct bpf_sampler *s, pid_t pid, __u32 tid, __u64 tstate, int frames,
+			struct seed_slot *slots)
+{
+	struct thread_entry e = {.tstate = tstate, .pid = (__u32)pid};
+	struct tstate_owner_key k = {.pid = (__u32)pid, .tstate = tstate};
+	struct seed_slot *sl = &slots[tid & (PROC_TSTATE_SLOTS - 1)];
+
+	e.flags = frames ? THREAD_FRAMES : 0;
+	if (bpf_map_update_elem(s->tstates_fd, &tid, &e, BPF_NOEXIST))
+		return;
+	bpf_map_update_elem(s->owners_fd, &k, &tid, BPF_NOEXIST);
+	if (frames && (!sl->tstate || tid == (__u32)pid))
+		*sl = (struct seed_slot){tid, tstate};
+}
+
+/*
+ * What the seed learnt goes into the kernel's copy of the config as it is
+ * now, in one update: the named filter, and a slot for each thread whose
+ * entry is still the one seeded (a slot the clear hook emptied meanwhile
+ * stays empty: its state is being freed).
+ */
+static void seed_commit(struct bpf_sampler *s, pid_t pid, const struct proc_config *kc,
+			const struct seed_slot *slots)
+{
+	struct proc_config now;
+	struct thread_entry e;
+	__u32 key = (__u32)pid;
+
+	if (bpf_map_lookup_elem(s->configs_fd, &key, &now))
+		return;
+	memcpy(now.named, kc->named, sizeof(now.named));
+	for (int i = 0; i < PROC_TSTATE_SLOTS; i++) {
+		__u32 tid = slots[i].tid;
+
+		if (slots[i].tstate && !now.tstates[i] &&
+		    !bpf_map_lookup_elem(s->tstates_fd, &tid, &e) && !e.phase &&
+		    e.tstate == slots[i].tstate)
+			now.tstates[i] = slots[i].tstate;
+	}
+	bpf_map_update_elem(s->configs_fd, &key, &now, BPF_EXIST);
+}
+
 /*
  * Under `record -a` at 100 Hz most threads are sampled a few times a run,
  * so what a thread's first sample does once was much of the average: the
@@ -533,13 +589,14 @@ void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 	struct tstate_iter it;
 	struct ns_tids nt = {0};
 	struct thread_stack *ts = malloc(sizeof(*ts));
+	struct seed_slot slots[PROC_TSTATE_SLOTS] = {{0}};
 	int hints = cfg->off.tstate_native_thread_id != 0, budget = SEED_NAMES_MAX;
 	struct proc_config kc;
 	__u32 key = (__u32)pid;
 
-	/* The registered copy, whose slots are the kernel's (bpfpy.h): what is
-	 * learnt here goes into them too, then back in one update. */
-	if (bpf_map_lookup_elem(s->configs_fd, &key, &kc)) {
+	/* The registered copy: what is learnt here goes into it, then back in
+	 * one update (seed_commit). */
+	if (!ts || bpf_map_lookup_elem(s->configs_fd, &key, &kc)) {
 		free(ts);
 		return;
 	}
@@ -549,24 +606,24 @@ void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 	for (uint32_t i = 0; i < SEED_THREADS_MAX && tstate_iter_next(r, cfg, &it, i); i++) {
 		__u64 tstate = it.tstate;
 		__u32 tid = hints ? stack_thread_tid(r, cfg, tstate) : 0;
+		int read = -1;
 
 		if (tid && nt.nested)
 			tid = proc_ns_host_tid(&nt, tid);
-		if (tid) {
-			__u64 *slot = &kc.tstates[tid & (PROC_TSTATE_SLOTS - 1)];
-
-			bpf_map_update_elem(s->tstates_fd, &tid, &tstate, BPF_ANY);
-			if (!*slot || tid == (__u32)pid) /* the main thread wins a shared slot */
-				*slot = tstate;
-		}
-		if (ts && budget > 0 && s->names.names_fd >= 0) {
-			seed_names(s, pid, r, cfg, tstate, ts, &budget, &kc);
+		/* A live read of a running thread can be torn (its leaf frame
+		 * popped meanwhile): the walk then fails. Read again. */
+		for (int tries = 0; (tid || budget > 0) && read && tries < 3; tries++)
+			read = stack_read_thread(r, cfg, tstate, ts);
+		if (tid)
+			seed_thread(s, pid, tid, tstate, !read && ts->nframes, slots);
+		if (!read && budget > 0 && s->names.names_fd >= 0) {
+			seed_names(s, pid, r, cfg, ts, &budget, &kc);
 			seed_consts(s, pid, r, cfg, ob, ts, &budget, &kc);
 		}
 	}
 	free(ts);
 	proc_ns_tids_free(&nt);
-	bpf_map_update_elem(s->configs_fd, &key, &kc, BPF_EXIST);
+	seed_commit(s, pid, &kc, slots);
 }
 
 void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
@@ -575,8 +632,20 @@ void bpf_sampler_remove(struct bpf_sampler *s, pid_t pid)
 
 	bpf_map_delete_elem(s->configs_fd, &key);
 	bpf_map_delete_elem(s->execed_fd, &key);
+	thread_hooks_remove(s->th, pid);
 	if (s->native)
 		native_tables_detach(s->native, pid);
+}
+
+int bpf_sampler_watch_threads(struct bpf_sampler *s, pid_t pid, const struct py_binary *b,
+			      uint32_t hex, struct diag *d)
+{
+	return thread_hooks_add(s->th, pid, b, hex, d);
+}
+
+void bpf_sampler_thread_hooks(const struct bpf_sampler *s, int *watched, int *failed)
+{
+	thread_hooks_stats(s->th, watched, failed);
 }
 
 int bpf_sampler_exec_pending(struct bpf_sampler *s)
@@ -723,6 +792,7 @@ void bpf_sampler_close(struct bpf_sampler *s)
 	if (!s)
 		return;
 	native_tables_free(s->native);
+	thread_hooks_free(s->th);
 	bpf_sampler_stop(s);
 	ring_buffer__free(s->rb);
 	offcpu_close(s->off);

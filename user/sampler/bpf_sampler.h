@@ -65,6 +65,15 @@ int bpf_sampler_set_async(struct bpf_sampler *s, pid_t pid, const struct async_c
  * name is under the fingerprint it was read with. */
 void bpf_sampler_seed(struct bpf_sampler *s, pid_t pid, struct mem_reader *r,
 		      const struct proc_config *cfg, const struct py_objlayout *ob);
+/* Issue 28: keep the kernel's map of pid's threads exact as threads start
+ * and end (user/sampler/thread_hooks.h): b is its interpreter's file, hex
+ * its version. Before bpf_sampler_seed(). 0, or -1 with d set: the process
+ * is then sampled without (its new threads are searched for). */
+struct py_binary;
+int bpf_sampler_watch_threads(struct bpf_sampler *s, pid_t pid, const struct py_binary *b,
+			      uint32_t hex, struct diag *d);
+/* Processes whose threads are watched now, and those that could not be. */
+void bpf_sampler_thread_hooks(const struct bpf_sampler *s, int *watched, int *failed);
 /* Did pid call execve since it was added? The kernel has then already
  * stopped sampling it (bpf/exec_watch.bpf.h); true once per exec. */
 int bpf_sampler_take_exec(struct bpf_sampler *s, pid_t pid);
