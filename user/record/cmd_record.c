@@ -27,7 +27,8 @@
  * end of a longer chain is cut, counted as cut). */
 #define ASYNC_FRAMES_CAP BPFPY_MAX_DEPTH
 /* Marks a sample can start with: an off-CPU reason, [gc], [exception T],
- * the instruction's (--opcodes). */
+ * the instruction's (--opcodes); or, in a sample without frames, a
+ * thread's phase in the instruction's place. */
 #define LEAD_MARKS_MAX 4
 #include "bpf_sampler.h"
 #include "cli_parse.h"
@@ -44,6 +45,7 @@
 #include "proc.h"
 #include "proc_root.h"
 #include "rotate.h"
+#include "tick_tally.h"
 
 /* -o may be given this many times: one recording, written in each format. */
 #define MAX_OUTPUTS 8
@@ -540,8 +542,8 @@ struct rec_ctx {
 	uint64_t exc_samples[2];	   /* --exception: in flight, being handled */
 	uint64_t exc_unnamed;		   /* --exception: type not readable as one, dropped */
 	uint64_t offcpu_ns[OFFCPU__COUNT]; /* off-CPU time kept, by reason */
-	uint64_t err_by_cause[WALK_ERR__COUNT];
-	struct native_syms *ns; /* --native / --kernel */
+	struct tick_tally tally;	   /* what became of each tick (the summary's sum) */
+	struct native_syms *ns;		   /* --native / --kernel */
 	struct splice_scratch *sc;
 	struct sym_frame *joined; /* marks + a spliced stack */
 	uint64_t splice_causes[SPLICE__COUNT];
@@ -576,27 +578,35 @@ static void name_pending(struct rec_ctx *c, struct rec_target *t, const struct s
 }
 
 /* A sample not kept, counted by why: its process unknown, its walk failed,
- * its thread idle (without --idle), or not the GIL's (--gil). */
+ * nothing to draw (no frame, no thread phase), its thread idle (without
+ * --idle), or not the GIL's (--gil). */
 static int dropped(struct rec_ctx *c, struct rec_target *t, const struct sample_hdr *h)
 {
 	if (!t) { /* gone, or taken before an exec */
 		c->unknown_pid++;
+		tick_tally_add(&c->tally, h, FATE_UNKNOWN_PID);
+		return 1;
+	}
+	if (!h->nframes && !(h->flags & SAMPLE_ERROR) && !thread_phase_frame(h->thread_phase)) {
+		tick_tally_add(&c->tally, h, FATE_EMPTY);
 		return 1;
 	}
 	if (h->flags & SAMPLE_ERROR) {
 		c->errors++;
 		t->errors++;
-		c->err_by_cause[h->err < WALK_ERR__COUNT ? h->err : 0]++;
+		tick_tally_add(&c->tally, h, FATE_ERROR);
 		return 1;
 	}
 	if ((h->flags & SAMPLE_IDLE) && !c->o->idle) {
 		c->dropped_idle++;
 		t->idle++;
+		tick_tally_add(&c->tally, h, FATE_IDLE);
 		return 1;
 	}
 	if (c->o->gil &&
 	    (h->offcpu_reason ? h->offcpu_reason != OFFCPU_GIL : !(h->flags & SAMPLE_GIL_HELD))) {
 		c->dropped_gil++;
+		tick_tally_add(&c->tally, h, FATE_GIL);
 		return 1;
 	}
 	return 0;
@@ -713,11 +723,18 @@ static int lead_marks(struct rec_ctx *c, struct rec_target *t, const struct samp
 
 		if (!name) {
 			c->exc_unnamed++;
+			tick_tally_add(&c->tally, h, FATE_EXC_UNNAMED);
 			return -1;
 		}
 		f[n++] = (struct sym_frame){.name = name, .file = "", .kind = FRAME_KIND_MARK};
 		c->exc_samples[h->exc_flags & EXC_IN_FLIGHT ? 0 : 1]++;
 	}
+	/* A thread being born or torn down (issue 28): its phase is all its
+	 * sample has, the root under the marks. */
+	if (!h->nframes && thread_phase_frame(h->thread_phase))
+		f[n++] = (struct sym_frame){.name = thread_phase_frame(h->thread_phase),
+					    .file = "",
+					    .kind = FRAME_KIND_MARK};
 	return n;
 }
 
@@ -758,13 +775,17 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	 * the instruction's, last) are leaf frames ahead of the stack:
 	 * lead_marks(). */
 	uint32_t leaf = 0;
-	int native = c->ns && (h->nnative || h->nkernel);
+	/* A thread's phase stands alone: no native frames under it. */
+	int phase = !h->nframes && thread_phase_frame(h->thread_phase);
+	int native = c->ns && (h->nnative || h->nkernel) && !phase;
 	const struct task_rec *tr = c->o->async ? async_task_rec(h, frames) : NULL;
 	uint32_t nasync = 0;
 	int unnamed = 0, op = c->o->opcodes && h->nframes;
 
 	if (dropped(c, t, h))
 		return 0;
+	if (phase)
+		tr = NULL;
 	{
 		int m = lead_marks(c, t, h, c->frames);
 
@@ -803,14 +824,14 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 		 * kernel, read it) makes no stack: an error of the sample. */
 		c->errors++;
 		t->errors++;
-		c->err_by_cause[WALK_ERR_UNNAMED]++;
+		tick_tally_add(&c->tally, h, FATE_ERROR);
 		return 0;
 	}
 	if (op) {
 		op_mark_make(t, h, frames, &c->op, &c->op_stats);
 		c->frames[leaf - 1] = c->op.f;
 	}
-	s.nframes = h->nframes + (h->nframes ? leaf : 0);
+	s.nframes = h->nframes + (h->nframes || phase ? leaf : 0);
 	if (tr)
 		s.nframes = nasync + (nasync ? leaf : 0);
 	if (native) {
@@ -819,21 +840,28 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 			      c->splice_causes);
 		join_marks(c, leaf, op, &s);
 	}
-	t->samples++;
-	c->samples++;
+	if (!s.nframes || unnamed < 0) {
+		/* Nothing left to draw (a task chain or a splice came out
+		 * empty), or no room to draw it. */
+		tick_tally_add(&c->tally, h, s.nframes ? FATE_OOM : FATE_EMPTY);
+		return 0;
+	}
 	if (h->nframes && h->offcpu_reason < OFFCPU__COUNT)
 		c->offcpu_ns[h->offcpu_reason] += h->weight_ns;
 	if (leaf || native || tr) {
 		if (c->raw.f) /* raw carries the weight, for convert */
 			raw_stream_write(&c->raw, &s, h->weight_ns, h->offcpu_reason);
-		if (profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason))
-			unnamed = -1;
+		if (profile_add_weighted(c->prof, &s, h->weight_ns, h->offcpu_reason)) {
+			tick_tally_add(&c->tally, h, FATE_OOM);
+			return 0;
+		}
 		code_cache_end_sample(t->cache);
-	} else if (c->raw.f && !h->nframes) {
-		raw_stream_write(&c->raw, &s, 0, 0);
-	} else if (c->raw.f && !unnamed) {
+	} else if (c->raw.f) {
 		raw_stream_sample(&c->raw, c->prof, c->prof->last_stack, &s);
 	}
+	t->samples++;
+	c->samples++;
+	tick_tally_add(&c->tally, h, FATE_WRITTEN);
 	/* Before the new ones join them: a thread is looked up again from
 	 * its next sample on. */
 	if (c->npend)
@@ -973,8 +1001,9 @@ static void print_target_rows(const struct target_set *ts)
 	free(sorted);
 }
 
-/* The summary's lines of the options in force: --async, the errors by
- * cause, the off-CPU clocks, --gil, idle, [gc] and --exception. */
+/* The summary's lines of the options in force: --async, where every tick
+ * went (tick_tally.h: errors by cause among them), the off-CPU clocks,
+ * --gil, idle, [gc] and --exception. */
 static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const uint64_t *cnt)
 {
 	const struct record_opts *o = c->o;
@@ -1009,10 +1038,8 @@ static void summary_modes(const struct rec_ctx *c, struct bpf_sampler *s, const 
 			"says why), %.1f ms reading\n",
 			(unsigned long long)c->src_read, (unsigned long long)c->src_missing,
 			c->src_ns / 1e6);
-	for (int e = 1; e < WALK_ERR__COUNT; e++)
-		if (cnt[CNT_ERR_BASE + e])
-			fprintf(stderr, "  errors: %s %llu\n", walk_error_name(e),
-				(unsigned long long)cnt[CNT_ERR_BASE + e]);
+	if (o->offcpu != 1) /* a clock that ticks: where every tick went */
+		tick_tally_summary(stderr, &c->tally, cnt, o->cost_floor);
 	if (o->offcpu) {
 		uint64_t oc[OFFC__COUNT];
 		struct offcpu *off = bpf_sampler_offcpu(s);
