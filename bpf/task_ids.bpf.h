@@ -60,9 +60,13 @@ static __always_inline void sample_req_task(struct sample_req *q, struct task_st
 	/* pthread_self() is the thread's fs base with glibc on x86_64; only
 	 * Python <= 3.10, whose thread states lack the OS tid, needs it. */
 	q->pthread_self = task->thread.fsbase;
-	/* do_exit() sets it before it tears the task's memory down: a tick
-	 * there reads nothing of the target (a thread exiting, not a fault). */
+	/* do_exit() sets PF_EXITING before it tears the task's memory down,
+	 * and execve() replaces the memory before the exec hook drops the
+	 * process's config (bpf/exec_watch.bpf.h): a tick in either reads
+	 * nothing of the target (a thread ending, not a fault). */
 	q->exiting = !!(task->flags & TASK_PF_EXITING);
+	if (bpf_core_field_exists(task->in_execve) && BPF_CORE_READ_BITFIELD(task, in_execve))
+		q->exiting = 1;
 	q->task_cpu_ns = task->se.sum_exec_runtime;
 }
 

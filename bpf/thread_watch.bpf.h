@@ -43,9 +43,12 @@ struct {
 	__type(value, struct spawn_note);
 } spawns SEC(".maps");
 
-/* pthread_create clones at once; a note older than this is of a spawn whose
- * clone failed, and is not given to a later clone of its creator. */
-#define SPAWN_CLONE_MAX_NS 100000000ULL
+/* pthread_create clones at once, unless its thread is preempted on a host
+ * that is out of CPU; a note older than this is of a spawn whose clone
+ * failed, and is not given to a later clone of its creator (were it, that
+ * thread would be searched for once it used THREAD_STARTING_MAX_NS of CPU
+ * without binding). */
+#define SPAWN_CLONE_MAX_NS 1000000000ULL
 
 static __always_inline void hook_cost(__u64 start)
 {
