@@ -40,6 +40,11 @@ struct sample_scratch {
 	 * whole code_tables' (not on the stack: the tracer has little room). */
 	struct code_table_key name_key;
 	__u64 tmp[2]; /* walk_exc(), walk_gc_flags(): off the tracer's full stack */
+	/* find_tstate()'s word and thread_found()'s entry and key: the same */
+	__u32 find_out;
+	__u32 pad;
+	struct thread_entry entry;
+	struct tstate_owner_key owner;
 };
 
 struct {
@@ -181,9 +186,9 @@ struct sample_req {
 	__u32 tid;	    /* host tid: the record, the tstate cache key */
 	__u32 ns_tid;	    /* tid in the target's PID namespace: what 3.11+ stores */
 	__u8 flags;	    /* SAMPLE_WALL, SAMPLE_IDLE, SAMPLE_TRACE */
-	__u8 exiting;	    /* the task is exiting (PF_EXITING): its thread state is gone */
-	__u8 pad[2];
-	__u64 task_cpu_ns; /* the task's CPU time so far (se.sum_exec_runtime) */
+	__u8 exiting;	    /* the task is exiting or exec'ing: its thread state is gone */
+	__u8 young;	    /* the task has used less than THREAD_STARTING_MAX_NS of CPU */
+	__u8 pad;
 	/* trace only (SAMPLE_TRACE): which probe fired, and its arguments */
 	__u32 probe_id;
 	__u32 pad1;
@@ -194,8 +199,9 @@ struct sample_req {
 struct find_ctx {
 	const struct sample_req *q;
 	struct tstate_iter it;
+	/* Before the search, a state cleared for this thread, never its
+	 * state again (0: none); after, the state found if it differs. */
 	__u64 found;
-	__u64 skip; /* a state cleared for this thread: never its state again */
 };
 
 static int find_step(__u32 i, void *data)
@@ -205,7 +211,7 @@ static int find_step(__u32 i, void *data)
 
 	if (!tstate_iter_next(q->reader, q->cfg, &f->it, i))
 		return 1;
-	if (f->it.tstate != f->skip &&
+	if (f->it.tstate != f->found &&
 	    tstate_is_thread(q->reader, q->cfg, f->it.tstate, q->ns_tid, q->pthread_self)) {
 		f->found = f->it.tstate;
 		return 1;
@@ -234,104 +240,103 @@ static __always_inline void find_hide(struct find_ctx *f, __u64 skip)
 	f->it.mark = v[0];
 	f->it.started = (__u32)v[0];
 	f->it.err = (__u32)v[0];
-	f->found = v[0];
-	f->skip = v[0] + skip;
+	f->found = v[0] + skip;
 }
 
-/* What find_tstate() says besides the state: why the search stopped early
- * (WALK_ERR_THREAD_CYCLE, ...), the thread's phase when it has no state to
- * read (THREAD_PHASE_*), and whether the thread showed frames before
- * (THREAD_FRAMES: a walk without frames is then its end, not its start). */
-struct find_out {
-	__u32 err;
-	__u8 phase;
-	__u8 frames;
-	__u16 pad;
-};
+/* What find_tstate() says besides the state, in one word (the tracer's
+ * stack has no room for more): why the search stopped early (bits 0-7,
+ * WALK_ERR_THREAD_CYCLE, ...), the thread's phase when it has no state to
+ * read (bits 8-15, THREAD_PHASE_*), and whether the thread showed frames
+ * before (FIND_FRAMES: a walk without frames is then its end, not its
+ * start). */
+#define FIND_ERR(o)   ((o)&0xff)
+#define FIND_PHASE(o) (((o) >> 8) & 0xff)
+#define FIND_FRAMES   (1u << 16)
 
 /* A thread spawned by _thread that has not bound its state after this much
  * CPU of its own is not starting: CPython binds within microseconds of the
  * clone (bpf/thread_watch.bpf.h). Then it is searched for like any other. */
 #define THREAD_STARTING_MAX_NS 2000000
 
-/* The thread state the search found is the thread's now. */
-static __always_inline void thread_found(const struct sample_req *q, __u64 tstate, __u8 flags)
+/* The thread state the search found is the thread's now (the entry and
+ * the key built in the per-CPU scratch: the tracer's stack has no room). */
+static __always_inline void thread_found(const struct sample_req *q, __u64 tstate)
 {
-	struct thread_entry e = {.tstate = tstate, .pid = q->pid, .flags = flags};
-	struct tstate_owner_key k = {.pid = q->pid, .tstate = tstate};
-	__u32 tid = q->tid;
+	__u32 slot = SCRATCH_SLOT, tid = q->tid;
+	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 
-	bpf_map_update_elem(&tid_tstates, &tid, &e, BPF_ANY);
-	bpf_map_update_elem(&tstate_owners, &k, &tid, BPF_ANY);
+	if (!sc)
+		return;
+	sc->entry = (struct thread_entry){.tstate = tstate, .pid = q->pid};
+	sc->owner = (struct tstate_owner_key){.pid = q->pid, .tstate = tstate};
+	bpf_map_update_elem(&tid_tstates, &tid, &sc->entry, BPF_ANY);
+	bpf_map_update_elem(&tstate_owners, &sc->owner, &tid, BPF_ANY);
 }
 
 /*
  * The thread state of the request's thread, or 0 if it has none to read:
- * a thread Python does not know of (out->phase 0), or one being born or
- * torn down (out->phase THREAD_PHASE_*), whose state is not read at all.
- * In order: an exiting task (its memory may be gone); the process's slot;
- * the thread's entry (tid_tstates): its state, checked, or its phase; the
- * search of the thread list, which never returns a state cleared for it.
+ * a thread Python does not know of (phase 0 in *out), or one being born or
+ * torn down (THREAD_PHASE_*), whose state is not read at all. In order: an
+ * exiting task (its memory may be gone); the process's slot; the thread's
+ * entry (tid_tstates): its state, checked, or its phase; the search of the
+ * thread list, which never returns a state cleared for it.
  */
-static __always_inline __u64 find_tstate(const struct sample_req *q, struct find_out *out)
+static __always_inline __u64 find_tstate(const struct sample_req *q, __u32 *out)
 {
 	struct find_ctx f = {.q = q};
 	__u32 tid = q->tid;
 	__u64 *slot = &q->cfg->tstates[tid & (PROC_TSTATE_SLOTS - 1)];
-	__u64 own = *slot, mine = 0;
+	__u64 own = *slot, skip = 0;
 	struct thread_entry *e;
-	__u8 phase = 0, flags = 0;
 
-	out->err = 0;
-	out->phase = 0;
-	out->frames = 1;
+	*out = FIND_FRAMES;
 	if (q->exiting) {
-		out->phase = THREAD_PHASE_EXITING;
+		*out = THREAD_PHASE_EXITING << 8;
 		return 0;
 	}
 	if (own && tstate_is_thread(q->reader, q->cfg, own, q->ns_tid, q->pthread_self))
 		return own;
 	e = bpf_map_lookup_elem(&tid_tstates, &tid);
+	*out = 0;
 	if (e && e->pid == q->pid) {
-		mine = e->tstate;
-		phase = e->phase;
-		flags = e->flags;
-	}
-	out->frames = flags & THREAD_FRAMES;
-	if (phase == THREAD_PHASE_EXITING) {
-		/* A thread _thread spawned ends after its clear; others (the
-		 * main thread's finalization aside) may make another state:
-		 * PyGILState_Ensure in a thread of C code. */
-		if ((flags & THREAD_SPAWNED) || tid == q->pid) {
-			out->phase = THREAD_PHASE_EXITING;
+		__u64 mine = e->tstate;
+		__u8 flags = e->flags;
+
+		*out = flags & THREAD_FRAMES ? FIND_FRAMES : 0;
+		if (e->phase == THREAD_PHASE_EXITING) {
+			/* A thread _thread spawned ends after its clear; others
+			 * (the main thread's finalization aside) may make
+			 * another state: PyGILState_Ensure in a C thread. */
+			if ((flags & THREAD_SPAWNED) || tid == q->pid) {
+				*out = THREAD_PHASE_EXITING << 8;
+				return 0;
+			}
+			skip = mine; /* never found again */
+		} else if (tstate_is_thread(q->reader, q->cfg, mine, q->ns_tid, q->pthread_self)) {
+			e->phase = 0; /* bound, if it was spawned */
+			if (flags & THREAD_FRAMES)
+				*slot = mine;
+			return mine;
+		} else if (e->phase == THREAD_PHASE_STARTING && q->young) {
+			*out = THREAD_PHASE_STARTING << 8;
 			return 0;
 		}
-	} else if (mine && tstate_is_thread(q->reader, q->cfg, mine, q->ns_tid, q->pthread_self)) {
-		if (phase && e)
-			e->phase = 0; /* bound since it was spawned */
-		if (flags & THREAD_FRAMES)
-			*slot = mine;
-		return mine;
-	} else if (phase == THREAD_PHASE_STARTING && q->task_cpu_ns < THREAD_STARTING_MAX_NS) {
-		out->phase = THREAD_PHASE_STARTING;
-		return 0;
 	}
-	find_hide(&f, phase == THREAD_PHASE_EXITING ? mine : 0);
+	find_hide(&f, skip);
 	bpf_loop(TSTATE_SEARCH_MAX, find_step, &f, 0);
-	if (f.found) {
-		thread_found(q, f.found, 0);
-		out->frames = 0;
+	if (f.found != skip) {
+		thread_found(q, f.found);
+		*out = 0;
 		return f.found;
 	}
-	out->err = f.it.err;
-	if (!out->err && phase == THREAD_PHASE_EXITING)
-		out->phase = THREAD_PHASE_EXITING; /* cleared, and no other state since */
+	/* cleared, and no other state since: still its end */
+	*out = f.it.err | (skip && !f.it.err ? THREAD_PHASE_EXITING << 8 : 0);
 	return 0;
 }
 
 /* The first sample with frames of a thread found through its entry: its
  * slot may hold it from now on (a walk without frames is from then on the
- * thread's end: find_out.frames). */
+ * thread's end: FIND_FRAMES). */
 static __always_inline void thread_saw_frames(const struct sample_req *q, __u64 tstate)
 {
 	__u32 tid = q->tid;
@@ -430,14 +435,14 @@ static int name_step(__u32 i, void *data)
  * without frames, its thread before its first Python frame or past its
  * last (bpf/thread_watch.bpf.h). A first walk with frames gives the
  * thread its slot. */
-static __always_inline __u8 thread_phase_of(const struct sample_req *q, const struct find_out *fo,
-					    __u64 tstate, __u32 err, __u32 n)
+static __always_inline __u8 thread_phase_of(const struct sample_req *q, __u32 fo, __u64 tstate,
+					    __u32 err, __u32 n)
 {
 	if (!tstate || err)
-		return fo->phase;
+		return FIND_PHASE(fo);
 	if (!n)
-		return fo->frames ? THREAD_PHASE_EXITING : THREAD_PHASE_STARTING;
-	if (!fo->frames)
+		return fo & FIND_FRAMES ? THREAD_PHASE_EXITING : THREAD_PHASE_STARTING;
+	if (!(fo & FIND_FRAMES))
 		thread_saw_frames(q, tstate);
 	return 0;
 }
@@ -459,7 +464,6 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	__u32 slot = SCRATCH_SLOT;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	struct walk_state w = {};
-	struct find_out fo;
 	struct sample_hdr *h;
 	__u64 tstate, size;
 	__u32 n, err = 0;
@@ -468,10 +472,10 @@ static __always_inline int sample_thread(const struct sample_req *q)
 
 	if (!sc)
 		return -1;
-	tstate = find_tstate(q, &fo);
-	err = fo.err;
+	tstate = find_tstate(q, &sc->find_out);
+	err = FIND_ERR(sc->find_out);
 	t = phase_end(PHASE_FIND, t);
-	if (!tstate && !err && !fo.phase) {
+	if (!tstate && !err && !FIND_PHASE(sc->find_out)) {
 		count_add(CNT_NO_PYTHON, 1);
 		return -1;
 	}
@@ -491,7 +495,7 @@ static __always_inline int sample_thread(const struct sample_req *q)
 	if (tstate)
 		err = walk_run(&w, q->cfg, q->reader, &sc->ws, sc->buf.frames, q->cfg->max_depth,
 			       tstate);
-	h->thread_phase = thread_phase_of(q, &fo, tstate, err, w.n);
+	h->thread_phase = thread_phase_of(q, sc->find_out, tstate, err, w.n);
 	h->ts_ns = q->start_ns;
 	h->tstate = tstate;
 	h->pid = q->pid;

@@ -67,7 +67,7 @@ static __always_inline void sample_req_task(struct sample_req *q, struct task_st
 	q->exiting = !!(task->flags & TASK_PF_EXITING);
 	if (bpf_core_field_exists(task->in_execve) && BPF_CORE_READ_BITFIELD(task, in_execve))
 		q->exiting = 1;
-	q->task_cpu_ns = task->se.sum_exec_runtime;
+	q->young = task->se.sum_exec_runtime < THREAD_STARTING_MAX_NS;
 }
 
 #endif /* TASK_IDS_BPF_H */

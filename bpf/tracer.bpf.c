@@ -84,13 +84,12 @@ static __always_inline __u64 leaf_code(const struct sample_req *q)
 {
 	__u32 slot = SCRATCH_SLOT;
 	struct sample_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
-	struct find_out fo;
 	struct walk_state w = {};
 	__u64 tstate;
 
 	if (!sc)
 		return 0;
-	tstate = find_tstate(q, &fo);
+	tstate = find_tstate(q, &sc->find_out);
 	if (!tstate)
 		return 0;
 	/* Depth 1: shim and entry frames are skipped on the way, no further.
@@ -133,12 +132,14 @@ static __always_inline int pair_pop(__u32 tid)
 	return was;
 }
 
+static const struct trace_loc_stats loc_zero;
+
 static __always_inline int on_hit(struct pt_regs *ctx, __u32 probe_id, __u64 arg0, __u64 arg1)
 {
 	__u64 start = bpf_ktime_get_ns();
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct trace_loc_key key = {};
-	struct trace_loc_stats zero = {}, *st;
+	struct trace_loc_stats *st;
 	struct trace_probe_cfg *pc;
 	struct bpf_reader r = {};
 	struct sample_req q = {.reader = &r,
@@ -161,11 +162,14 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u32 probe_id, __u64 arg
 	key.code = leaf_code(&q);
 	st = bpf_map_lookup_elem(&loc_stats, &key);
 	if (!st) {
-		zero.first_ns = start;
-		bpf_map_update_elem(&loc_stats, &key, &zero, BPF_NOEXIST);
+		/* Inserted from read-only zeros: the stack has no room for
+		 * them; the first hit's time set after, once, by whoever
+		 * inserted first. */
+		bpf_map_update_elem(&loc_stats, &key, &loc_zero, BPF_NOEXIST);
 		st = bpf_map_lookup_elem(&loc_stats, &key);
 		if (!st)
 			return 0;
+		__sync_val_compare_and_swap(&st->first_ns, 0, start);
 	}
 	hits = __sync_fetch_and_add(&st->hits, 1);
 	emit = !threshold || hits < threshold;

@@ -350,7 +350,7 @@ static const struct sample_hdr *tick(struct image *im, int k, int in_container)
 {
 	struct sample_req q = {.cfg = &im->cfg, .reader = &im->r, .start_ns = 1, .pid = 4242};
 
-	q.task_cpu_ns = tick_cpu_ns;
+	q.young = tick_cpu_ns < THREAD_STARTING_MAX_NS;
 	q.exiting = (__u8)tick_exiting;
 	q.tid = 5000 + (uint32_t)k;
 	q.ns_tid = in_container ? 100 + (uint32_t)k : q.tid;
@@ -816,7 +816,7 @@ static void test_kernel_names(void **state)
 }
 
 /* The process's own thread-state slots (proc_config.tstates) come before
- * tstate_cache: after a search the thread's slot holds its state and the
+ * tid_tstates: after a search the thread's slot holds its state and the
  * next sample finds it there without the map. A wrong slot (another
  * thread's state, an address that reads nothing) costs a search, never a
  * wrong stack, and the search corrects it. <= 3.10 (pthread_self) too. */
