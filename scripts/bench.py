@@ -67,6 +67,10 @@ EXTRA_ROW_SCRIPTS = [
     # without an in-process sys.monitoring tracer, the loop's throughput
     # under each, and trace's overhead once its probes are detached
     ("scripts/bench_observer.py", 300, ["--json"]),
+    # issue 28: in-kernel cost and errors under thread churn (a thread per
+    # request, short-lived executors) beside the same work on steady
+    # threads, and the thread hooks' cost (scripts/bench_churn.py)
+    ("scripts/bench_churn.py", 600, ["--json"]),
     # the agent: record -a -F 19 --rotate over 50 and 200 idle-ish processes,
     # bpfpy's CPU and the in-kernel time per hour (scripts/bench_agent.py)
     ("scripts/bench_agent.py", 1800, ["--json"]),

@@ -10,8 +10,10 @@
 #                             tasks, shut down (its threads end) after each
 #
 #   churn.py steady SECONDS   the same tasks on one executor for the whole
-#                             run (its 4 threads live throughout): the
-#                             steady shape beside the churn, for the bench
+#                             run (its 4 threads live throughout), and
+#   churn.py pool SECONDS     the same server with its requests handled by
+#                             4 threads that live throughout: the steady
+#                             shapes beside the churn, for make bench
 #
 # The work of a request or task is handle_work(): JSON decoding, hashing,
 # JSON encoding. It measures its own CPU time (time.thread_time) and the
@@ -107,8 +109,25 @@ class Server(http.server.ThreadingHTTPServer):
         super().process_request(request, client_address)
 
 
-def server(seconds):
-    srv = Server(("127.0.0.1", 0), Handler)
+class PoolServer(http.server.HTTPServer):
+    """Requests handled by a pool of threads that live as long as it."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
+
+    def process_request(self, request, client_address):
+        self.pool.submit(self.handle_one, request, client_address)
+
+    def handle_one(self, request, client_address):
+        try:
+            self.finish_request(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+
+def server(seconds, pool=False):
+    srv = (PoolServer if pool else Server)(("127.0.0.1", 0), Handler)
     port = srv.server_address[1]
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
@@ -117,6 +136,9 @@ def server(seconds):
     cl.wait()
     srv.shutdown()
     srv.server_close()
+    if pool:
+        totals["threads"] = len(srv.pool._threads)
+        srv.pool.shutdown(wait=True)
 
 
 def task(i):
@@ -144,8 +166,8 @@ def main():
         client(int(sys.argv[2]), float(sys.argv[3]))
         return
     seconds = float(sys.argv[2])
-    if mode == "server":
-        server(seconds)
+    if mode in ("server", "pool"):
+        server(seconds, pool=mode == "pool")
     else:
         futures(seconds, steady=mode == "steady")
     stats = dict(totals, mode=mode, cpu_s=time.process_time())
