@@ -148,9 +148,9 @@ static __always_inline __u64 phase_end(__u32 p, __u64 since)
 	return now;
 }
 
-/* Does this thread state belong to the OS thread? 3.11+ keeps the thread's
- * id as gettid() returned it, i.e. in the target's own PID namespace
- * (ns_tid); <= 3.10 keeps only pthread_self(). */
+/* Where a thread state keeps its thread's id: 3.11+ as gettid() returned
+ * it, i.e. in the target's own PID namespace (ns_tid); <= 3.10 only
+ * pthread_self(). */
 static __always_inline __u16 tstate_id_off(const struct py_offsets *o)
 {
 	return o->tstate_native_thread_id ? o->tstate_native_thread_id : o->tstate_thread_id;
@@ -163,6 +163,7 @@ static __always_inline int tstate_id_is(const struct py_offsets *o, __u64 v, __u
 	return o->tstate_native_thread_id ? (__u32)v == ns_tid : v == pthread_self;
 }
 
+/* Does this thread state belong to the OS thread? */
 static __always_inline int tstate_is_thread(WALK_READER_T *r, const struct proc_config *cfg,
 					    __u64 tstate, __u32 ns_tid, __u64 pthread_self)
 {
@@ -183,7 +184,7 @@ struct sample_req {
 	__u64 start_ns;	    /* when the program started, for ts_ns and cost */
 	__u64 pthread_self; /* the thread's fs base: pthread_self() with glibc */
 	__u32 pid;	    /* host tgid */
-	__u32 tid;	    /* host tid: the record, the tstate cache key */
+	__u32 tid;	    /* host tid: the record, the tid_tstates key */
 	__u32 ns_tid;	    /* tid in the target's PID namespace: what 3.11+ stores */
 	__u8 flags;	    /* SAMPLE_WALL, SAMPLE_IDLE, SAMPLE_TRACE */
 	__u8 exiting;	    /* the task is exiting or exec'ing: its thread state is gone */

@@ -546,7 +546,7 @@ static void seed_commit(struct bpf_sampler *s, pid_t pid, const struct proc_conf
 			const struct seed_slot *slots)
 {
 	struct proc_config now;
-	struct thread_entry e;
+	struct thread_entry e = {0};
 	__u32 key = (__u32)pid;
 
 	if (bpf_map_lookup_elem(s->configs_fd, &key, &now))
