@@ -22,7 +22,7 @@ fuzz_src_debug_offsets := user/python/py_offsets.c user/python/gen/opcodes.c $(F
 fuzz_src_elf := user/target/elf_file.c user/target/proc_root.c user/base/signals.c $(FUZZ_DIAG)
 fuzz_libs_elf := -lelf -lz
 fuzz_src_rules := user/oracle/rules.c $(FUZZ_DIAG)
-fuzz_src_raw := user/profile/raw_read.c user/profile/out_raw.c $(FUZZ_DIAG)
+fuzz_src_raw := user/profile/raw_read.c user/profile/out_raw.c user/profile/profile.c user/profile/sources.c $(FUZZ_DIAG)
 fuzz_src_walker := user/python/stack_reader.c user/target/mem_reader.c user/python/code_cache.c user/python/pystr.c \
 	user/python/linetable.c user/python/py_offsets.c user/python/gen/opcodes.c $(FUZZ_DIAG)
 

@@ -38,12 +38,19 @@ static int parse_stack(char *s, struct rule_frame *out, int max)
 		tmp[n].file = NULL;
 		tmp[n].line = 0;
 		tmp[n].task = 0;
+		tmp[n].op = 0;
 		/* "[task NAME]": a task frame, as oracle_sched.c makes them, so
-		 * task:GLOB items are fuzzed against task frames too. */
+		 * task:GLOB items are fuzzed against task frames too; "[op NAME]"
+		 * an instruction mark, for op:GLOB items. */
 		if (len > 7 && !strncmp(tok, "[task ", 6) && tok[len - 1] == ']') {
 			tok[len - 1] = '\0';
 			tmp[n].name = tok + 6;
 			tmp[n].task = 1;
+			at = NULL;
+		} else if (len > 5 && !strncmp(tok, "[op ", 4) && tok[len - 1] == ']') {
+			tok[len - 1] = '\0';
+			tmp[n].name = tok + 4;
+			tmp[n].op = 1;
 			at = NULL;
 		}
 		if (at) {
@@ -127,9 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			exercise(r, st, frames, n, 2);
 		}
 		{
-			struct rule_frame f[3] = {{"leaf", "fuzz.py", 3, 0},
-						  {"main", "fuzz.py", 2, 0},
-						  {"<module>", "fuzz.py", 1, 0}};
+			struct rule_frame f[3] = {{"leaf", "fuzz.py", 3, 0, 0},
+						  {"main", "fuzz.py", 2, 0, 0},
+						  {"<module>", "fuzz.py", 1, 0, 0}};
 
 			exercise(r, st, f, 3, 1);
 			exercise(r, st, f, 0, 3);
