@@ -363,7 +363,11 @@ static const struct argp_option options[] = {
      "on it (see below)",
      0},
     {"quiet", 'q', NULL, 0, "No progress line, no summary", 0},
-    {"verbose", 'v', NULL, 0, "libbpf log and per-process notes on stderr", 0},
+    {"verbose", 'v', NULL, 0,
+     "libbpf log and per-process notes on stderr; each failed walk (pid, tid, cause, seconds after "
+     "the process was registered, frames read), and in the summary each process's last written "
+     "sample",
+     0},
     {0},
 };
 
@@ -610,6 +614,17 @@ static int dropped(struct rec_ctx *c, struct rec_target *t, const struct sample_
 		c->errors++;
 		t->errors++;
 		tick_tally_add(&c->tally, h, FATE_ERROR);
+		/* -v: when it happened in the process's life (from its
+		 * registration, which --subprocesses makes at its start), so
+		 * that errors at a process's birth or end can be told apart. */
+		if (c->o->verbose)
+			fprintf(stderr,
+				"bpfpy: pid %d tid %u: walk failed (%s) %.3f s after registration, "
+				"%u frames read, sample %llu of the process\n",
+				t->pid, h->tid,
+				walk_error_name(h->err < WALK_ERR__COUNT ? h->err : 0),
+				h->ts_ns > t->since_ns ? (h->ts_ns - t->since_ns) / 1e9 : 0.0,
+				h->nframes, (unsigned long long)(t->samples + t->errors));
 		return 1;
 	}
 	if ((h->flags & SAMPLE_IDLE) && !c->o->idle) {
@@ -876,6 +891,8 @@ static int on_sample(void *arg, const struct sample_hdr *h, const struct frame_r
 	}
 	t->samples++;
 	c->samples++;
+	if (h->ts_ns > t->last_ns)
+		t->last_ns = h->ts_ns;
 	tick_tally_add(&c->tally, h, FATE_WRITTEN);
 	/* Before the new ones join them: a thread is looked up again from
 	 * its next sample on. */
@@ -1002,6 +1019,10 @@ static void print_target_rows(const struct target_set *ts)
 			t->exited == TARGET_EXECED ? " (exec'd)"
 			: t->exited		   ? " (exited)"
 						   : "");
+		if (ts->verbose && t->last_ns > t->since_ns)
+			fprintf(stderr,
+				"            last sample written %.3f s after registration\n",
+				(t->last_ns - t->since_ns) / 1e9);
 	}
 	if (shown < n)
 		fprintf(stderr,

@@ -40,6 +40,7 @@ struct rec_target {
 	 * PID was taken from an image the PID had before an exec. */
 	uint64_t since_ns;
 	uint64_t samples, errors, idle;
+	uint64_t last_ns; /* the last written sample's time (-v's summary) */
 	/* readlink /proc/PID/root at registration ("/" on the host; empty if
 	 * longer than this): record's default --source-root. */
 	char root[256];
