@@ -11,8 +11,9 @@
 # within +-20% (the scheduler's fairness over DUR seconds between two
 # equal processes; before the fix it got 0). Then, on the
 # namespaced targets: dump prints host tids (compared with /proc/PID/task)
-# with the namespace tid beside them, record -a and --clock wall sample
-# them, and trace captures stacks at USDT probes (3.15).
+# with the namespace tid beside them, record -a and --clock wall (one record
+# of them all) sample them, and trace captures stacks at USDT probes (3.15).
+# Each plain twin is killed once its pair is recorded.
 #
 # Namespaces: unshare --pid --fork --mount-proc with the sid chroot (3.15,
 # 3.14), without chroot (pyenv 3.12 and 3.10), and nested user+PID
@@ -139,6 +140,9 @@ for pr in "${PAIRS[@]}"; do
 	tasks=$(ls "/proc/$pa/task" | sort -n | tr '\n' ' ')
 	rtids=$(awk -v p="$pa" '!/^#/ && $2 == p { print $3 }' "$TMP/$a.raw" | sort -un | tr '\n' ' ')
 	[ "$rtids" = "$tasks" ] && ok "$a: samples carry host tids ($rtids)" || bad "$a: sample tids '$rtids', /proc/$pa/task '$tasks'"
+	# The twin's part is done: it spins no more beside what follows.
+	kill -9 "$pb" 2>/dev/null
+	unset "TPIDS[$b]"
 done
 
 # 3. dump: host tids, the namespace tid beside them.
@@ -175,14 +179,18 @@ for n in "${NS[@]}"; do
 	c=$(awk -v p="${TPIDS[$n]}" '!/^#/ && $2 == p' "$TMP/a.raw" | wc -l)
 	[ "$c" -gt 0 ] && ok "$n: record -a: $c samples" || bad "$n: record -a: no samples: $(head -c 300 "$TMP/a.err")"
 done
+# One wall record of every namespaced target (-p each), each judged on its
+# own pid's lines: they all ran meanwhile whether recorded or not.
+wp=()
+for n in "${NS[@]}"; do wp+=(-p "${TPIDS[$n]}"); done
+timeout 30 "$BPFPY" record --clock wall -F 200 -d 1.5 "${wp[@]}" -q -f raw -o "$TMP/ns.wall" 2>"$TMP/ns.wall.err"
 for n in "${NS[@]}"; do
 	p=${TPIDS[$n]}
-	timeout 30 "$BPFPY" record --clock wall -F 200 -d 1.5 -p "$p" -q -f raw -o "$TMP/$n.wall" 2>"$TMP/$n.wall.err"
-	c=$(grep -v '^#' "$TMP/$n.wall" | grep -c spin_)
-	tids=$(awk '!/^#/ { print $3 }' "$TMP/$n.wall" | sort -un | tr '\n' ' ')
+	c=$(awk -v p="$p" '!/^#/ && $2 == p && /spin_/' "$TMP/ns.wall" | wc -l)
+	tids=$(awk -v p="$p" '!/^#/ && $2 == p { print $3 }' "$TMP/ns.wall" | sort -un | tr '\n' ' ')
 	[ "$c" -gt 50 ] && [ "$tids" = "$(ls "/proc/$p/task" | sort -n | tr '\n' ' ')" ] &&
 		ok "$n: --clock wall: $c samples, host tids $tids" ||
-		bad "$n: --clock wall: $c samples, tids '$tids': $(head -c 300 "$TMP/$n.wall.err")"
+		bad "$n: --clock wall: $c samples, tids '$tids': $(head -c 300 "$TMP/ns.wall.err")"
 done
 for n in "${!TPIDS[@]}"; do kill -9 "${TPIDS[$n]}" 2>/dev/null; done
 wait 2>/dev/null
