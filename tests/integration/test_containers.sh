@@ -13,7 +13,8 @@
 # namespaced targets: dump prints host tids (compared with /proc/PID/task)
 # with the namespace tid beside them, record -a and --clock wall (one record
 # of them all) sample them, and trace captures stacks at USDT probes (3.15).
-# Each plain twin is killed once its pair is recorded.
+# Every spinning target is pinned to one CPU; each plain twin runs only
+# while its pair is recorded.
 #
 # Namespaces: unshare --pid --fork --mount-proc with the sid chroot (3.15,
 # 3.14), without chroot (pyenv 3.12 and 3.10), and nested user+PID
@@ -64,9 +65,23 @@ launch() {
 
 cpu_ticks() { cut -d')' -f2 "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
+# Every spinning target is pinned to one CPU from its start (the pairs
+# share it fairly whatever else runs, and the other CPU stays free for
+# bpfpy, the launches and the checks); a plain twin is started just before
+# its pair is recorded and killed after, its one use.
+cpu=$(($(nproc) - 1))
+pin() { local t; for t in /proc/"$1"/task/*; do taskset -pc "$cpu" "${t##*/}" >/dev/null; done; }
+
 NS=()    # namespaced targets, by name
-PAIRS=() # "ns_name plain_name"
-add_pair() { NS+=("$1"); PAIRS+=("$1 $2"); }
+PAIRS=() # "ns_name plain_name LAUNCHER ARGS...": LAUNCHER ARGS starts the twin
+add_pair() { NS+=("$1"); PAIRS+=("$*"); pin "${TPIDS[$1]}"; }
+plain_sid() { # V: the sid interpreter outside a namespace
+	local w=${WORK#"$SID"}
+	launch "plain-sid-$1" "$WORK/ready-plain-$1" chroot "$SID" "python$1" "$w/ns_spin.py" "$w/ready-plain-$1"
+}
+plain_host() { # NAME PYTHON
+	launch "$1" "$READY/$1" "$2" "$TMP/ns_spin.py" "$READY/$1"
+}
 
 if [ -n "$WORK" ]; then
 	for v in 3.15 3.14; do
@@ -74,9 +89,7 @@ if [ -n "$WORK" ]; then
 		w=${WORK#"$SID"}
 		launch "ns-sid-$v" "$WORK/ready-ns-$v" unshare --pid --fork --mount-proc \
 			chroot "$SID" "python$v" "$w/ns_spin.py" "$w/ready-ns-$v" &&
-			launch "plain-sid-$v" "$WORK/ready-plain-$v" \
-				chroot "$SID" "python$v" "$w/ns_spin.py" "$w/ready-plain-$v" &&
-			add_pair "ns-sid-$v" "plain-sid-$v"
+			add_pair "ns-sid-$v" "plain-sid-$v" plain_sid "$v"
 	done
 fi
 for l in pyenv-3.12 pyenv-3.10; do
@@ -84,8 +97,7 @@ for l in pyenv-3.12 pyenv-3.10; do
 	py=$(pyof "$l")
 	launch "ns-$l" "$READY/ns-$l" unshare --pid --fork --mount-proc \
 		"$py" "$TMP/ns_spin.py" "$READY/ns-$l" &&
-		launch "plain-$l" "$READY/plain-$l" "$py" "$TMP/ns_spin.py" "$READY/plain-$l" &&
-		add_pair "ns-$l" "plain-$l"
+		add_pair "ns-$l" "plain-$l" plain_host "plain-$l" "$py"
 done
 # Nested user + PID namespaces, as nobody if the kernel lets nobody make a
 # user namespace, else as root.
@@ -98,9 +110,8 @@ if [ -x /usr/bin/python3.11 ]; then
 	}
 	launch "userns-3.11" "$READY/userns-3.11" "${as[@]}" unshare --user --map-root-user \
 		--pid --fork --mount-proc /usr/bin/python3.11 "$TMP/ns_spin.py" "$READY/userns-3.11" &&
-		launch "plain-3.11" "$READY/plain-3.11" /usr/bin/python3.11 "$TMP/ns_spin.py" \
-			"$READY/plain-3.11" &&
-		add_pair "userns-3.11" "plain-3.11" && ok "nested user+PID namespace runs $who"
+		add_pair "userns-3.11" "plain-3.11" plain_host plain-3.11 /usr/bin/python3.11 &&
+		ok "nested user+PID namespace runs $who"
 fi
 [ "${#PAIRS[@]}" -gt 0 ] || {
 	bad "no namespaced target could start"
@@ -116,13 +127,12 @@ done
 # 1. Samples: each namespaced target and its plain twin, pinned to the
 # same CPU (so that they share it fairly, whatever else runs), recorded by
 # one record; 2. the sample tids are host tids.
-cpu=$(($(nproc) - 1))
 for pr in "${PAIRS[@]}"; do
-	read -r a b <<<"$pr"
+	read -r a b launcher <<<"$pr"
+	# shellcheck disable=SC2086 # the launcher and its words
+	$launcher || continue
 	pa=${TPIDS[$a]} pb=${TPIDS[$b]}
-	for p in "$pa" "$pb"; do
-		for t in /proc/$p/task/*; do taskset -pc "$cpu" "${t##*/}" >/dev/null; done
-	done
+	pin "$pb"
 	ca=$(cpu_ticks "$pa") cb=$(cpu_ticks "$pb")
 	timeout 60 "$BPFPY" record -p "$pa" -p "$pb" -F "$RATE" -d "$DUR" -q -f raw -o "$TMP/$a.raw" \
 		2>"$TMP/$a.err"
