@@ -19,9 +19,10 @@
 #      with >= 800 samples, or a missing function ever).
 #    The 3.15 target runs in the sid chroot: that is the chroot case.
 # 2. Fixed vs --poisson (one version): a single busy thread pinned to one CPU,
-#    recorded at 1 kHz with -f raw; the coefficient of variation of the gaps
-#    between its samples' timestamps must be < 0.3 (fixed; exact period mode)
-#    and in [0.6, 1.4] (Poisson: geometric gaps on a K=8 base, CV 0.94). The
+#    recorded at 1 kHz for 1 s with -f raw (about 1000 gaps, 500 wanted; the
+#    CV's own spread is then about 0.05); the coefficient of variation of the
+#    gaps between its samples' timestamps must be < 0.3 (fixed; exact period
+#    mode) and in [0.6, 1.4] (Poisson: geometric gaps on a K=8 base, CV 0.94). The
 #    target's own preemptions would add gaps that have nothing to do with the
 #    sampler, so this part runs in its own session (own autogroup) at nice -20.
 # 3. --clock wall --idle shows a sleeping thread's stack (py/three.py) at
@@ -89,7 +90,7 @@ if [[ ${1:-} == --cv ]]; then
 	for mode in fixed poisson; do
 		flags=()
 		[[ $mode == poisson ]] && flags=(--poisson)
-		bpfpy record -p "$pid" -F 1000 -d 2 "${flags[@]}" -f raw -o "$TMP/cv.$mode.raw" 2>"$TMP/cv.$mode.err"
+		bpfpy record -p "$pid" -F 1000 -d 1 "${flags[@]}" -f raw -o "$TMP/cv.$mode.raw" 2>"$TMP/cv.$mode.err"
 		rc=$?
 		sed 's/^/    /' "$TMP/cv.$mode.err"
 		[[ $rc == 0 ]] || { bad "$label record $mode -f raw exited $rc"; continue; }
