@@ -7,14 +7,16 @@
 # Each namespaced target runs beside the same program outside a namespace,
 # both pinned to one CPU so that they share it fairly whatever else the
 # host runs, recorded together by one `record` (same duration, rate and
-# load): the namespaced one must get as many samples as the plain one,
-# within +-20% (the scheduler's fairness over DUR seconds between two
-# equal processes; before the fix it got 0). Then, on the
+# load; one record of every pair, all on that CPU: about 300 samples a
+# process, where there were five records of one pair each): the namespaced
+# one must get as many samples as the plain one, within +-20% (the
+# scheduler's fairness over DUR seconds between equal processes on one
+# CPU; before the fix it got 0). Then, on the
 # namespaced targets: dump prints host tids (compared with /proc/PID/task)
 # with the namespace tid beside them, record -a and --clock wall (one record
 # of them all) sample them, and trace captures stacks at USDT probes (3.15).
-# Every spinning target is pinned to one CPU; each plain twin runs only
-# while its pair is recorded.
+# Every spinning target is pinned to one CPU; the plain twins run only
+# while the pairs are recorded.
 #
 # Namespaces: unshare --pid --fork --mount-proc with the sid chroot (3.15,
 # 3.14), without chroot (pyenv 3.12 and 3.10), and nested user+PID
@@ -67,8 +69,8 @@ cpu_ticks() { cut -d')' -f2 "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
 # Every spinning target is pinned to one CPU from its start (the pairs
 # share it fairly whatever else runs, and the other CPU stays free for
-# bpfpy, the launches and the checks); a plain twin is started just before
-# its pair is recorded and killed after, its one use.
+# bpfpy, the launches and the checks); the plain twins are started just
+# before the pairs are recorded and killed after, their one use.
 cpu=$(($(nproc) - 1))
 pin() { local t; for t in /proc/"$1"/task/*; do taskset -pc "$cpu" "${t##*/}" >/dev/null; done; }
 
@@ -126,32 +128,50 @@ done
 
 # 1. Samples: each namespaced target and its plain twin, pinned to the
 # same CPU (so that they share it fairly, whatever else runs), recorded by
-# one record; 2. the sample tids are host tids.
+# one record, every pair in the same one; 2. the sample tids are host tids.
+LIVE=() # the pairs whose twin started
 for pr in "${PAIRS[@]}"; do
 	read -r a b launcher <<<"$pr"
 	# shellcheck disable=SC2086 # the launcher and its words
 	$launcher || continue
-	pa=${TPIDS[$a]} pb=${TPIDS[$b]}
-	pin "$pb"
-	ca=$(cpu_ticks "$pa") cb=$(cpu_ticks "$pb")
-	timeout 60 "$BPFPY" record -p "$pa" -p "$pb" -F "$RATE" -d "$DUR" -q -f raw -o "$TMP/$a.raw" \
-		2>"$TMP/$a.err"
+	pin "${TPIDS[$b]}"
+	LIVE+=("$a $b")
+done
+declare -A TICKS
+rp=()
+for pr in "${LIVE[@]}"; do
+	read -r a b <<<"$pr"
+	for n in "$a" "$b"; do
+		rp+=(-p "${TPIDS[$n]}")
+		TICKS[$n]=$(cpu_ticks "${TPIDS[$n]}")
+	done
+done
+if ((${#LIVE[@]})); then
+	timeout 60 "$BPFPY" record "${rp[@]}" -F "$RATE" -d "$DUR" -q -f raw -o "$TMP/pairs.raw" \
+		2>"$TMP/pairs.err"
 	rc=$?
-	ca=$(($(cpu_ticks "$pa") - ca)) cb=$(($(cpu_ticks "$pb") - cb))
-	sa=$(awk -v p="$pa" '!/^#/ && $2 == p' "$TMP/$a.raw" | wc -l) # '#' lines: raw 2's, not samples
-	sb=$(awk -v p="$pb" '!/^#/ && $2 == p' "$TMP/$a.raw" | wc -l)
+fi
+for pr in "${LIVE[@]}"; do
+	read -r a b <<<"$pr"
+	pa=${TPIDS[$a]} pb=${TPIDS[$b]}
+	ca=$(($(cpu_ticks "$pa") - ${TICKS[$a]})) cb=$(($(cpu_ticks "$pb") - ${TICKS[$b]}))
+	sa=$(awk -v p="$pa" '!/^#/ && $2 == p' "$TMP/pairs.raw" | wc -l) # '#' lines: raw 2's, not samples
+	sb=$(awk -v p="$pb" '!/^#/ && $2 == p' "$TMP/pairs.raw" | wc -l)
 	# raw counts within 20% of each other; CPU used shown for reference
 	if [ "$rc" = 0 ] && [ "$sa" -ge 50 ] && [ "$sb" -ge 50 ] && [ $((sa * 5)) -ge $((sb * 4)) ] &&
 		[ $((sb * 5)) -ge $((sa * 4)) ]; then
 		ok "$a: $sa samples ($ca CPU ticks), $b: $sb samples ($cb CPU ticks): within 20%"
 	else
-		bad "$a: $sa samples ($ca ticks), $b: $sb ($cb ticks), rc $rc: $(head -c 200 "$TMP/$a.err")"
+		bad "$a: $sa samples ($ca ticks), $b: $sb ($cb ticks), rc $rc: $(head -c 200 "$TMP/pairs.err")"
 	fi
 	tasks=$(ls "/proc/$pa/task" | sort -n | tr '\n' ' ')
-	rtids=$(awk -v p="$pa" '!/^#/ && $2 == p { print $3 }' "$TMP/$a.raw" | sort -un | tr '\n' ' ')
+	rtids=$(awk -v p="$pa" '!/^#/ && $2 == p { print $3 }' "$TMP/pairs.raw" | sort -un | tr '\n' ' ')
 	[ "$rtids" = "$tasks" ] && ok "$a: samples carry host tids ($rtids)" || bad "$a: sample tids '$rtids', /proc/$pa/task '$tasks'"
-	# The twin's part is done: it spins no more beside what follows.
-	kill -9 "$pb" 2>/dev/null
+done
+# The twins' part is done: they spin no more beside what follows.
+for pr in "${LIVE[@]}"; do
+	read -r a b <<<"$pr"
+	kill -9 "${TPIDS[$b]}" 2>/dev/null
 	unset "TPIDS[$b]"
 done
 
