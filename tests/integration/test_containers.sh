@@ -172,6 +172,7 @@ done
 for pr in "${LIVE[@]}"; do
 	read -r a b <<<"$pr"
 	kill -9 "${TPIDS[$b]}" 2>/dev/null
+	wait "${TPIDS[$b]}" 2>/dev/null
 	unset "TPIDS[$b]"
 done
 
