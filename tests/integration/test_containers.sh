@@ -7,12 +7,16 @@
 # Each namespaced target runs beside the same program outside a namespace,
 # both pinned to one CPU so that they share it fairly whatever else the
 # host runs, recorded together by one `record` (same duration, rate and
-# load): the namespaced one must get as many samples as the plain one,
-# within +-20% (the scheduler's fairness over DUR seconds between two
-# equal processes; before the fix it got 0). Then, on the
+# load; one record of every pair, all on that CPU: about 300 samples a
+# process, where there were five records of one pair each): the namespaced
+# one must get as many samples as the plain one, within +-20% (the
+# scheduler's fairness over DUR seconds between equal processes on one
+# CPU; before the fix it got 0). Then, on the
 # namespaced targets: dump prints host tids (compared with /proc/PID/task)
-# with the namespace tid beside them, record -a and --clock wall sample
-# them, and trace captures stacks at USDT probes (3.15).
+# with the namespace tid beside them, record -a and --clock wall (one record
+# of them all) sample them, and trace captures stacks at USDT probes (3.15).
+# Every spinning target is pinned to one CPU; the plain twins run only
+# while the pairs are recorded.
 #
 # Namespaces: unshare --pid --fork --mount-proc with the sid chroot (3.15,
 # 3.14), without chroot (pyenv 3.12 and 3.10), and nested user+PID
@@ -63,9 +67,23 @@ launch() {
 
 cpu_ticks() { cut -d')' -f2 "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
+# Every spinning target is pinned to one CPU from its start (the pairs
+# share it fairly whatever else runs, and the other CPU stays free for
+# bpfpy, the launches and the checks); the plain twins are started just
+# before the pairs are recorded and killed after, their one use.
+cpu=$(($(nproc) - 1))
+pin() { local t; for t in /proc/"$1"/task/*; do taskset -pc "$cpu" "${t##*/}" >/dev/null; done; }
+
 NS=()    # namespaced targets, by name
-PAIRS=() # "ns_name plain_name"
-add_pair() { NS+=("$1"); PAIRS+=("$1 $2"); }
+PAIRS=() # "ns_name plain_name LAUNCHER ARGS...": LAUNCHER ARGS starts the twin
+add_pair() { NS+=("$1"); PAIRS+=("$*"); pin "${TPIDS[$1]}"; }
+plain_sid() { # V: the sid interpreter outside a namespace
+	local w=${WORK#"$SID"}
+	launch "plain-sid-$1" "$WORK/ready-plain-$1" chroot "$SID" "python$1" "$w/ns_spin.py" "$w/ready-plain-$1"
+}
+plain_host() { # NAME PYTHON
+	launch "$1" "$READY/$1" "$2" "$TMP/ns_spin.py" "$READY/$1"
+}
 
 if [ -n "$WORK" ]; then
 	for v in 3.15 3.14; do
@@ -73,9 +91,7 @@ if [ -n "$WORK" ]; then
 		w=${WORK#"$SID"}
 		launch "ns-sid-$v" "$WORK/ready-ns-$v" unshare --pid --fork --mount-proc \
 			chroot "$SID" "python$v" "$w/ns_spin.py" "$w/ready-ns-$v" &&
-			launch "plain-sid-$v" "$WORK/ready-plain-$v" \
-				chroot "$SID" "python$v" "$w/ns_spin.py" "$w/ready-plain-$v" &&
-			add_pair "ns-sid-$v" "plain-sid-$v"
+			add_pair "ns-sid-$v" "plain-sid-$v" plain_sid "$v"
 	done
 fi
 for l in pyenv-3.12 pyenv-3.10; do
@@ -83,8 +99,7 @@ for l in pyenv-3.12 pyenv-3.10; do
 	py=$(pyof "$l")
 	launch "ns-$l" "$READY/ns-$l" unshare --pid --fork --mount-proc \
 		"$py" "$TMP/ns_spin.py" "$READY/ns-$l" &&
-		launch "plain-$l" "$READY/plain-$l" "$py" "$TMP/ns_spin.py" "$READY/plain-$l" &&
-		add_pair "ns-$l" "plain-$l"
+		add_pair "ns-$l" "plain-$l" plain_host "plain-$l" "$py"
 done
 # Nested user + PID namespaces, as nobody if the kernel lets nobody make a
 # user namespace, else as root.
@@ -97,9 +112,8 @@ if [ -x /usr/bin/python3.11 ]; then
 	}
 	launch "userns-3.11" "$READY/userns-3.11" "${as[@]}" unshare --user --map-root-user \
 		--pid --fork --mount-proc /usr/bin/python3.11 "$TMP/ns_spin.py" "$READY/userns-3.11" &&
-		launch "plain-3.11" "$READY/plain-3.11" /usr/bin/python3.11 "$TMP/ns_spin.py" \
-			"$READY/plain-3.11" &&
-		add_pair "userns-3.11" "plain-3.11" && ok "nested user+PID namespace runs $who"
+		add_pair "userns-3.11" "plain-3.11" plain_host plain-3.11 /usr/bin/python3.11 &&
+		ok "nested user+PID namespace runs $who"
 fi
 [ "${#PAIRS[@]}" -gt 0 ] || {
 	bad "no namespaced target could start"
@@ -114,31 +128,52 @@ done
 
 # 1. Samples: each namespaced target and its plain twin, pinned to the
 # same CPU (so that they share it fairly, whatever else runs), recorded by
-# one record; 2. the sample tids are host tids.
-cpu=$(($(nproc) - 1))
+# one record, every pair in the same one; 2. the sample tids are host tids.
+LIVE=() # the pairs whose twin started
 for pr in "${PAIRS[@]}"; do
+	read -r a b launcher <<<"$pr"
+	# shellcheck disable=SC2086 # the launcher and its words
+	$launcher || continue
+	pin "${TPIDS[$b]}"
+	LIVE+=("$a $b")
+done
+declare -A TICKS
+rp=()
+for pr in "${LIVE[@]}"; do
+	read -r a b <<<"$pr"
+	for n in "$a" "$b"; do
+		rp+=(-p "${TPIDS[$n]}")
+		TICKS[$n]=$(cpu_ticks "${TPIDS[$n]}")
+	done
+done
+if ((${#LIVE[@]})); then
+	timeout 60 "$BPFPY" record "${rp[@]}" -F "$RATE" -d "$DUR" -q -f raw -o "$TMP/pairs.raw" \
+		2>"$TMP/pairs.err"
+	rc=$?
+fi
+for pr in "${LIVE[@]}"; do
 	read -r a b <<<"$pr"
 	pa=${TPIDS[$a]} pb=${TPIDS[$b]}
-	for p in "$pa" "$pb"; do
-		for t in /proc/$p/task/*; do taskset -pc "$cpu" "${t##*/}" >/dev/null; done
-	done
-	ca=$(cpu_ticks "$pa") cb=$(cpu_ticks "$pb")
-	timeout 60 "$BPFPY" record -p "$pa" -p "$pb" -F "$RATE" -d "$DUR" -q -f raw -o "$TMP/$a.raw" \
-		2>"$TMP/$a.err"
-	rc=$?
-	ca=$(($(cpu_ticks "$pa") - ca)) cb=$(($(cpu_ticks "$pb") - cb))
-	sa=$(awk -v p="$pa" '!/^#/ && $2 == p' "$TMP/$a.raw" | wc -l) # '#' lines: raw 2's, not samples
-	sb=$(awk -v p="$pb" '!/^#/ && $2 == p' "$TMP/$a.raw" | wc -l)
+	ca=$(($(cpu_ticks "$pa") - ${TICKS[$a]})) cb=$(($(cpu_ticks "$pb") - ${TICKS[$b]}))
+	sa=$(awk -v p="$pa" '!/^#/ && $2 == p' "$TMP/pairs.raw" | wc -l) # '#' lines: raw 2's, not samples
+	sb=$(awk -v p="$pb" '!/^#/ && $2 == p' "$TMP/pairs.raw" | wc -l)
 	# raw counts within 20% of each other; CPU used shown for reference
 	if [ "$rc" = 0 ] && [ "$sa" -ge 50 ] && [ "$sb" -ge 50 ] && [ $((sa * 5)) -ge $((sb * 4)) ] &&
 		[ $((sb * 5)) -ge $((sa * 4)) ]; then
 		ok "$a: $sa samples ($ca CPU ticks), $b: $sb samples ($cb CPU ticks): within 20%"
 	else
-		bad "$a: $sa samples ($ca ticks), $b: $sb ($cb ticks), rc $rc: $(head -c 200 "$TMP/$a.err")"
+		bad "$a: $sa samples ($ca ticks), $b: $sb ($cb ticks), rc $rc: $(head -c 200 "$TMP/pairs.err")"
 	fi
 	tasks=$(ls "/proc/$pa/task" | sort -n | tr '\n' ' ')
-	rtids=$(awk -v p="$pa" '!/^#/ && $2 == p { print $3 }' "$TMP/$a.raw" | sort -un | tr '\n' ' ')
+	rtids=$(awk -v p="$pa" '!/^#/ && $2 == p { print $3 }' "$TMP/pairs.raw" | sort -un | tr '\n' ' ')
 	[ "$rtids" = "$tasks" ] && ok "$a: samples carry host tids ($rtids)" || bad "$a: sample tids '$rtids', /proc/$pa/task '$tasks'"
+done
+# The twins' part is done: they spin no more beside what follows.
+for pr in "${LIVE[@]}"; do
+	read -r a b <<<"$pr"
+	kill -9 "${TPIDS[$b]}" 2>/dev/null
+	wait "${TPIDS[$b]}" 2>/dev/null
+	unset "TPIDS[$b]"
 done
 
 # 3. dump: host tids, the namespace tid beside them.
@@ -175,14 +210,18 @@ for n in "${NS[@]}"; do
 	c=$(awk -v p="${TPIDS[$n]}" '!/^#/ && $2 == p' "$TMP/a.raw" | wc -l)
 	[ "$c" -gt 0 ] && ok "$n: record -a: $c samples" || bad "$n: record -a: no samples: $(head -c 300 "$TMP/a.err")"
 done
+# One wall record of every namespaced target (-p each), each judged on its
+# own pid's lines: they all ran meanwhile whether recorded or not.
+wp=()
+for n in "${NS[@]}"; do wp+=(-p "${TPIDS[$n]}"); done
+timeout 30 "$BPFPY" record --clock wall -F 200 -d 1.5 "${wp[@]}" -q -f raw -o "$TMP/ns.wall" 2>"$TMP/ns.wall.err"
 for n in "${NS[@]}"; do
 	p=${TPIDS[$n]}
-	timeout 30 "$BPFPY" record --clock wall -F 200 -d 1.5 -p "$p" -q -f raw -o "$TMP/$n.wall" 2>"$TMP/$n.wall.err"
-	c=$(grep -v '^#' "$TMP/$n.wall" | grep -c spin_)
-	tids=$(awk '!/^#/ { print $3 }' "$TMP/$n.wall" | sort -un | tr '\n' ' ')
+	c=$(awk -v p="$p" '!/^#/ && $2 == p && /spin_/' "$TMP/ns.wall" | wc -l)
+	tids=$(awk -v p="$p" '!/^#/ && $2 == p { print $3 }' "$TMP/ns.wall" | sort -un | tr '\n' ' ')
 	[ "$c" -gt 50 ] && [ "$tids" = "$(ls "/proc/$p/task" | sort -n | tr '\n' ' ')" ] &&
 		ok "$n: --clock wall: $c samples, host tids $tids" ||
-		bad "$n: --clock wall: $c samples, tids '$tids': $(head -c 300 "$TMP/$n.wall.err")"
+		bad "$n: --clock wall: $c samples, tids '$tids': $(head -c 300 "$TMP/ns.wall.err")"
 done
 for n in "${!TPIDS[@]}"; do kill -9 "${TPIDS[$n]}" 2>/dev/null; done
 wait 2>/dev/null

@@ -8,7 +8,7 @@
 #   - cpu clock --threads and --no-lines, --clock offcpu --threads,
 #     --clock wall (weighted: ns per record, "#w" lines) and --clock wall
 #     --opcodes (instruction marks: their byte, index and columns in "#def"
-#     lines), each for 1.5 s of -p offcpu_four.py (five threads: sleeping,
+#     lines), each for 1 s of -p offcpu_four.py (five threads: sleeping,
 #     lock, pipe, CPU): the same eight formats;
 #   - --native --kernel on pyenv-3.12 (py/native_busy.py): #lib and #def
 #     lines, the same eight;
@@ -94,7 +94,7 @@ $(diff <(tr ';' '\n' <"$b.$ext") <(tr ';' '\n' <"$TMP/$label.v1.$ext") | head -c
 		[[ $tag == *-nolines ]] && agg=(--no-lines)
 		[[ $tag == *-opcodes ]] && rec=(--opcodes)
 		mapfile -t o < <(outs "$label" "$tag")
-		timeout 60 "$BPFPY" record --clock "$clk" "${agg[@]}" "${rec[@]}" -p "$PY_PID" -d 1.5 "${o[@]}" 2>"$TMP/$label.$tag.err"
+		timeout 60 "$BPFPY" record --clock "$clk" "${agg[@]}" "${rec[@]}" -p "$PY_PID" -d 1 "${o[@]}" 2>"$TMP/$label.$tag.err"
 		rc=$?
 		[[ $rc == 0 ]] || { bad "$label $tag: record exited $rc: $(tail -n 2 "$TMP/$label.$tag.err")"; continue; }
 		if [[ $clk != cpu ]]; then
@@ -117,7 +117,7 @@ $(diff <(tr ';' '\n' <"$b.$ext") <(tr ';' '\n' <"$TMP/$label.v1.$ext") | head -c
 	# test_native.sh's): #lib and #def carry libraries and addresses.
 	if [[ $label == pyenv-3.12 ]] && start_py "$label" "$PYDIR/native_busy.py"; then
 		mapfile -t o < <(outs "$label" native)
-		if timeout 60 "$BPFPY" record --native --kernel -p "$PY_PID" -d 1.5 "${o[@]}" 2>"$TMP/$label.native.err"; then
+		if timeout 60 "$BPFPY" record --native --kernel -p "$PY_PID" -d 1 "${o[@]}" 2>"$TMP/$label.native.err"; then
 			n=$(grep -c '^#lib ' "$TMP/$label.native.raw")
 			((n > 0)) && ok "$label native: $n #lib, $(grep -c '^#def 1 ' "$TMP/$label.native.raw") native #def lines" ||
 				bad "$label native: no #lib line in a --native raw file"

@@ -6,13 +6,17 @@
 # frame: the object was gone when user space read its name. Now the kernel
 # copies the names on first sight (bpf/py_sample.bpf.h, map code_names) and
 # a frame that still cannot be named makes its sample an error. On every
-# interpreter: `record -F 10k -d 2` shows no <unknown> frame and both
-# functions; on 3.12 and 3.15 the oracle's bpf mode on code_object_reuse
-# (at 10 kHz, beside the ptrace reference) has no <unknown> key either.
+# interpreter: `record -F 10k -d 1` shows no <unknown> frame and both
+# functions (about 9000 samples, 18000 at -d 2: at the defect's least,
+# 0.1%, 0 <unknown> by chance is e^-9); on 3.12 and 3.15 the oracle's bpf
+# mode on code_object_reuse (at 10 kHz, beside the ptrace reference) has no
+# <unknown> key either: --duration 1.5, about 7500 bpf samples (15000 at
+# the default 3 s; 0 <unknown> by chance e^-7.5, below 0.1%).
 #
 # Lines of freed code: py/module_lines.py runs generated module code (a
-# line table of 1.6-5 KB, the hot loop at its end) once per object for 2 s
-# under `record -- CMD`; on every interpreter the frames of gen_module.py
+# line table of 1.6-5 KB, the hot loop at its end) once per object for 1 s
+# (about 450-800 samples, 100 wanted; it was 2 s) under `record -- CMD`;
+# on every interpreter the frames of gen_module.py
 # are named <module>, none has line -1 or a line the file does not have,
 # and 80% or more sit on the loop's two lines, which the script prints
 # (the rest: the filler lines before the loop). Before the kernel copied the
@@ -27,7 +31,7 @@ one() {
 		bad "$label: target did not start"
 		return
 	}
-	timeout 60 "$BPFPY" record -p "$PY_PID" -F 10000 -d 2 -f collapsed -o "$out" 2>"$err"
+	timeout 60 "$BPFPY" record -p "$PY_PID" -F 10000 -d 1 -f collapsed -o "$out" 2>"$err"
 	rc=$?
 	kill -9 "$PY_PID" 2>/dev/null
 	wait "$PY_PID" 2>/dev/null
@@ -57,7 +61,7 @@ JOBS=2 each_target one
 module_lines() {
 	local ver=$1 label=$2 out=$TMP/$2.mod.folded err=$TMP/$2.mod.err rc why
 	timeout 60 "$BPFPY" record -F 997 -f collapsed -o "$out" -- \
-		"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/module_lines.py" 2 >"$TMP/$label.mod.hot" 2>"$err"
+		"$ROOT_DIR/scripts/pyrun.sh" "$label" "$PYDIR/module_lines.py" 1 >"$TMP/$label.mod.hot" 2>"$err"
 	rc=$?
 	if [ "$rc" != 0 ] || [ ! -s "$out" ]; then
 		bad "$label: record -- module_lines.py failed (rc $rc): $(tail -3 "$err")"
@@ -101,7 +105,7 @@ for label in pyenv-3.12 sid-3.15; do
 	}
 	json=$TMP/oracle-$label.json
 	if ! timeout 150 "$BPFPY" oracle --python "$label" --snippet code_object_reuse \
-		--mode ptrace --mode bpf --rate 10 --json "$json" >"$TMP/oracle-$label.out" 2>&1; then
+		--mode ptrace --mode bpf --rate 10 --duration 1.5 --json "$json" >"$TMP/oracle-$label.out" 2>&1; then
 		bad "$label: oracle failed: $(tail -5 "$TMP/oracle-$label.out")"
 		continue
 	fi

@@ -78,5 +78,7 @@ top_one() { # run by each_target
 	not_stopped "$PY_PID" "$label: after top"
 	finish
 }
-JOBS=${JOBS:-2} each_target top_one
+# Three targets at a time (was 2): each check waits for an event (a pane's
+# line) under a bound of seconds, none is a share of CPU or a timing.
+JOBS=${JOBS:-3} each_target top_one
 finish

@@ -67,6 +67,8 @@ go_exec() { touch "$GO"; } # the exec target goes on: exec 1.5 s from now
 record() { # WHAT OUT ARGS...: record under a hard timeout, stderr in $TMP/rec.err
 	# An exec target (GO set, ARGS with -v) execs only once record says it
 	# samples it: record's set-up may take longer than 1.5 s on a busy host.
+	# UNTIL=REGEX (with GO): once record says that, AFTER more seconds
+	# (default 0), then SIGTERM ends it (exit 0, output written) as -d would.
 	local what=$1 out=$2 rec i
 	shift 2
 	timeout -s KILL 60 "$BPFPY" record -p "$PY_PID" -o "$out" --force "$@" 2>"$TMP/rec.err" &
@@ -78,6 +80,15 @@ record() { # WHAT OUT ARGS...: record under a hard timeout, stderr in $TMP/rec.e
 			sleep 0.05
 		done
 		go_exec
+		if [[ -n ${UNTIL:-} ]]; then
+			for ((i = 0; i < 600; i++)); do
+				grep -qE "$UNTIL" "$TMP/rec.err" && break
+				kill -0 "$rec" 2>/dev/null || break
+				sleep 0.05
+			done
+			grep -qE "$UNTIL" "$TMP/rec.err" && sleep "${AFTER:-0}"
+			kill -TERM "$rec" 2>/dev/null
+		fi
 	fi
 	wait "$rec"
 	REC_RC=$?
@@ -134,7 +145,9 @@ if [[ -n $other ]]; then
 		start_unruly exec "$other" "$PYDIR/hot.py" || finish
 		idle=()
 		[[ $clock == wall ]] && idle=(--idle)
-		record "exec ($clock clock)" "$TMP/exec.folded" -d 4 --clock "$clock" "${idle[@]}" -v
+		# a second of the new program once it is followed (was -d 4)
+		UNTIL="pid $PY_PID exec'd .*: sampling it again" AFTER=1 \
+			record "exec ($clock clock)" "$TMP/exec.folded" -d 30 --clock "$clock" "${idle[@]}" -v
 		n=$(grep -c '^ *pid [0-9].* samples, ' "$TMP/rec.err")
 		if grep -q "pid $PY_PID exec'd .*: sampling it again" "$TMP/rec.err" && ((n == 2)) &&
 			grep -q "exec'd)" "$TMP/rec.err" && grep -q 'exec_later' "$TMP/exec.folded" &&
@@ -150,7 +163,8 @@ else
 	echo "note: a single interpreter outside the chroot: exec-into-Python rows skipped"
 fi
 start_unruly exec /bin/sleep 30 || finish
-record "exec into sleep" "$TMP/sleep.folded" -d 5 -v
+# ended once it has said so (was -d 5)
+UNTIL="pid $PY_PID exec'd, no longer sampled" record "exec into sleep" "$TMP/sleep.folded" -d 30 -v
 if [[ $REC_RC == 0 ]] && grep -q "pid $PY_PID exec'd, no longer sampled: .*not a CPython process" "$TMP/rec.err"; then
 	ok "exec into /bin/sleep: said so, exit 0"
 	row "exec into a non-Python program during record" "exit 0; 'no longer sampled: not a CPython process'"
