@@ -1,7 +1,7 @@
 #!/bin/bash
 # The oracle as a regression gate (issue 27; docs/oracle-gate.md):
-#  - false alarms: GATE_REPEATS (default 2, to keep the suite within its
-#    25 minutes; the rate itself is measured in docs/oracle-gate.md) runs
+#  - false alarms: GATE_REPEATS (default 2, to keep the suite short; the
+#    rate itself is measured in docs/oracle-gate.md) runs
 #    of the same samplers
 #    (ptrace, live, bpf) on three cases, --runs 3 each (the gate's
 #    between-run tests: one run a side calls 7-10% of rows worse, measured

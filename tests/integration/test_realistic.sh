@@ -25,9 +25,9 @@
 #    with files) passes.
 # A program whose window was too thin to judge (the mixer changed no
 # stack, or a mode took none: a host so loaded that the pinned target
-# barely ran) is run once more alone. About 80 s on the shared 2-CPU host
-# at load average 8-10 (2026-12-06; less on an idle one); REALISTIC_ALL=1
-# took 12 minutes there.
+# barely ran) is run once more alone. About 60-80 s on the 2-CPU host
+# (2026-12-06; 80 at load average 8-10); REALISTIC_ALL=1 took 12 minutes
+# there.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "skip: needs root (ptrace, BPF)"; exit 77; }
 use_bpfpy
