@@ -18,12 +18,12 @@ pass=0 fail=0 skip=0
 failed=()
 
 # A hung test must fail with its log, not hold CI until its own limit: each
-# gets a bound (seconds) far above its usual time (the slowest, test_signals,
-# takes about 140 s on 2 CPUs), and the whole run one too (LIMIT_TOTAL, from
+# gets a bound (seconds) far above its usual time (the slowest, test_oracle,
+# takes about 120 s on 2 CPUs), and the whole run one too (LIMIT_TOTAL, from
 # the first test on): a test gets at most what is left of it, and one that
 # would get less than a minute is failed as not run. The bound is a hang
 # guard, not the suite's budget: CI gives a run 90 minutes, and a suite that
-# grows past its usual time (about 37 minutes on 2 CPUs, README "Two
+# grows past its usual time (about 30 minutes on 2 CPUs, README "Two
 # commands") must fail by its tests, not by this bound (in CI, 1701 s of
 # 1800 left no room for the next two tests).
 LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-3300}
