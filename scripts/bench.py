@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from bench_stats import mean_ci
+from bench_stats import mean_ci, target_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -75,11 +75,6 @@ EXTRA_ROW_SCRIPTS = [
     # bpfpy's CPU and the in-kernel time per hour (scripts/bench_agent.py)
     ("scripts/bench_agent.py", 1800, ["--json"]),
 ]
-
-
-def targets():
-    out = subprocess.run([os.path.join(HERE, "targets.sh")], capture_output=True, text=True).stdout
-    return {line.split("\t")[1]: line.split("\t") for line in out.splitlines() if line.count("\t") == 3}
 
 
 class Target:
@@ -374,7 +369,7 @@ def main():
         return 2
     out_path, quick = args[0], "--quick" in args
     only = args[args.index("--only") + 1].split(",") if "--only" in args else None
-    tg = targets()
+    tg = target_rows()
     pys = args[args.index("--python") + 1].split(",") if "--python" in args else list(tg)
     pys = [p for p in pys if p in tg]
     res = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release,

@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 import time
-from bench_stats import json_row as row, kernel_extra, mean_ci
+from bench_stats import json_row as row, kernel_extra, mean_ci, target_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -34,10 +34,8 @@ PAIRS, DUR = (2, 2) if QUICK else (4, 3)
 
 
 def targets():
-    out = subprocess.run([os.path.join(HERE, "targets.sh")], capture_output=True, text=True).stdout
-    rows = [l.split("\t") for l in out.splitlines() if l.count("\t") == 3]
     keep = {}
-    for version, label, root, py in rows:
+    for version, label, root, py in target_rows().values():
         minor = int(version.split(".")[1])
         if minor >= 11 and not label.startswith("debian"):
             keep[label] = (version, label, root, py)

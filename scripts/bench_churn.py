@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from bench_stats import json_row as row, mean_ci
+from bench_stats import json_row as row, mean_ci, target_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -43,11 +43,6 @@ QUICK = "--quick" in sys.argv
 LABELS = ["pyenv-3.12"] if QUICK else ["pyenv-3.10", "pyenv-3.12", "sid-3.15"]
 ROUNDS, DUR = (2, 2) if QUICK else (4, 3)
 PAIRS = (("futures", "steady"), ("server", "pool"))
-
-
-def targets():
-    out = subprocess.run([os.path.join(HERE, "targets.sh")], capture_output=True, text=True).stdout
-    return {l.split("\t")[1] for l in out.splitlines() if l.count("\t") == 3}
 
 
 def measure(label, mode):
@@ -109,7 +104,7 @@ def bench(label, churn, steady):
 
 
 def main():
-    have = targets()
+    have = target_rows()
     for label in LABELS:
         if label not in have:
             continue

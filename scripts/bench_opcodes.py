@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from bench_stats import json_row as row, kernel_extra
+from bench_stats import json_row as row, kernel_extra, target_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -29,13 +29,8 @@ QUICK = "--quick" in sys.argv
 PAIRS, DUR = (2, 2) if QUICK else (4, 3)
 
 
-def labels():
-    out = subprocess.run([os.path.join(HERE, "targets.sh")], capture_output=True, text=True).stdout
-    return [l.split("\t")[1] for l in out.splitlines() if l.count("\t") == 3]
-
-
 def main(out):
-    for label in labels():
+    for label in target_rows():
         # Long enough for every pair; killed after them.
         p = subprocess.Popen(["taskset", "-c", "0", os.path.join(HERE, "pyrun.sh"), label, PROG,
                               str(4 * PAIRS * (DUR + 10))],

@@ -1,14 +1,24 @@
 """The benches' one interval: a mean and the half-width of its 95%
 Student-t interval, shared so every row of `make bench` is computed alike;
 and the one paired measure of what a record option adds to the in-kernel
-cost of a sample (kernel_extra)."""
+cost of a sample (kernel_extra); and the one reading of the target
+interpreters (target_rows)."""
 import json
 import math
+import os
 import re
 import subprocess
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
         10: 2.23, 15: 2.13, 20: 2.09, 30: 2.04}
+
+
+def target_rows():
+    """scripts/targets.sh's interpreters, in its order: label -> [version,
+    label, root, python]."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([os.path.join(here, "targets.sh")], capture_output=True, text=True).stdout
+    return {l.split("\t")[1]: l.split("\t") for l in out.splitlines() if l.count("\t") == 3}
 
 
 def mean_ci(xs):

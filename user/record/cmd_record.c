@@ -548,7 +548,7 @@ struct rec_ctx {
 	struct sym_frame *frames;
 	struct rec_target *last; /* target of the previous record */
 	struct launch *launch;	 /* record -- CMD, or NULL */
-	uint64_t samples, dropped_idle, errors, unknown_pid;
+	uint64_t samples, dropped_idle, errors;
 	uint32_t named; /* of the profile's threads, how many were named */
 	/* Threads first seen before they entered threading._active (a sample
 	 * in Thread._bootstrap): looked up again on their next samples. */
@@ -602,7 +602,6 @@ static void name_pending(struct rec_ctx *c, struct rec_target *t, const struct s
 static int dropped(struct rec_ctx *c, struct rec_target *t, const struct sample_hdr *h)
 {
 	if (!t) { /* gone, or taken before an exec */
-		c->unknown_pid++;
 		tick_tally_add(&c->tally, h, FATE_UNKNOWN_PID);
 		return 1;
 	}
