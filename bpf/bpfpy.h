@@ -58,6 +58,7 @@ struct py_offsets {
 	__u16 tstate_next;
 	__u16 tstate_frame; /* frame / cframe / current_frame, by model */
 	__u16 cframe_current_frame;
+	__u16 cframe_previous; /* the caller's _PyCFrame (3.11/3.12), see walk_entry_expect() */
 	__u16 tstate_base_frame;
 	__u16 tstate_native_thread_id; /* 0: version has none (<=3.10) */
 	__u16 tstate_thread_id;	       /* pthread_t */
@@ -645,6 +646,9 @@ enum counter {
 	CNT_THREADS_CLEARED,
 	CNT_HOOK_RUNS,
 	CNT_HOOK_NS,
+	/* 3.11/3.12: walks taken again from the caller's frame because the
+	 * innermost eval call was being entered (walk_entry_expect()). */
+	CNT_ENTRY_RETRY,
 	CNT_ERR_BASE, /* + enum walk_error: failed walks by cause */
 	/* + enum cost_phase: ns per step, only with record --phases */
 	CNT_PHASE_BASE = CNT_ERR_BASE + WALK_ERR__COUNT,

@@ -114,6 +114,15 @@ struct walk_scratch {
 	__u32 gen_idx[WALK_GEN];
 	__u32 ngen;
 	__u32 gen_owner; /* the owner of a generator's frame; 0xff: not asked */
+	/* 3.11/3.12 (walk_entry_expect()): while entry_check is 1, the first
+	 * entry frame or shim of the walk must link to entry_prev; the walk
+	 * was retaken from there entry_retries times (0 or 1). Here rather
+	 * than in walk_state: values the verifier cannot see are one state
+	 * at bpf_loop, not two (walk_hide()). */
+	__u64 entry_prev;
+	__u64 entry_probe; /* walk_frame_plausible()'s word */
+	__u32 entry_check;
+	__u32 entry_retries;
 	__u64 opaque[8]; /* BPF only: walk_hide() */
 #ifndef __VMLINUX_H__
 	/* BPF keeps them in a map of their own (walk_pages below): together
@@ -274,6 +283,38 @@ WALK_INLINE void walk_tag_clear(struct walk_page_tag *t)
 }
 
 /*
+ * 3.11 and 3.12 publish an eval call's _PyCFrame (tstate->cframe = &cframe)
+ * a few instructions before they set its current_frame, and 3.11 sets the
+ * call's first frame is_entry only then, on a frame just initialized with
+ * it false. A sample in that window reads the word the C stack held
+ * before: a pointer to nothing (a failed walk) or to the frame that the
+ * previous call at the same depth used, which the new call has just
+ * reinitialized in the same place; its frames then read as if they ran in
+ * the caller's eval call, and the native splice hangs them on the wrong
+ * _PyEval_EvalFrameDefault. What the thread was running just before is
+ * consistent all the while: the caller's frame, the outer _PyCFrame's
+ * current_frame, which is also what the innermost call's entry frame
+ * (3.11) or entry shim (3.12) links to once it is pushed. So the walk
+ * notes that frame here, checks the link at the first entry it meets
+ * (walk_step()), and where the link differs, or the walk fails before
+ * meeting one, takes the walk again from the noted frame, once. cframe is
+ * the innermost _PyCFrame; the outermost, tstate's root_cframe, has no
+ * previous and asks for no check.
+ */
+WALK_INLINE void walk_entry_expect(struct walk_state *w, __u64 cframe)
+{
+	const struct py_offsets *o = &w->cfg->off;
+	struct walk_scratch *s = w->scratch;
+
+	if (!o->cframe_previous ||
+	    walk_read_ptr(w->reader, cframe + o->cframe_previous, &s->entry_prev) ||
+	    !s->entry_prev ||
+	    walk_read_ptr(w->reader, s->entry_prev + o->cframe_current_frame, &s->entry_prev))
+		return;
+	s->entry_check = 1;
+}
+
+/*
  * Point the walk at a thread's innermost frame. Every decision that depends
  * only on the version is taken here, once, and stored as a mask or an offset
  * in the walk state: the per-frame step then has almost no branches, which
@@ -312,13 +353,17 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 	for (__u32 i = 0; i < WALK_MEMO_SIZE; i++)
 		w->scratch->memo[i].code = 0;
 	w->scratch->nfresh = 0;
+	w->scratch->entry_check = 0;
+	w->scratch->entry_retries = 0;
 	for (__u32 i = 0; i < WALK_PAGES; i++)
 		walk_tag_clear(&w->scratch->tags[i]);
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
-	if (o->frame_model == FRAME_MODEL_CFRAME && frame &&
-	    walk_read_ptr(w->reader, frame + o->cframe_current_frame, &frame))
-		return w->err = WALK_ERR_READ_TSTATE;
+	if (o->frame_model == FRAME_MODEL_CFRAME && frame) {
+		walk_entry_expect(w, frame);
+		if (walk_read_ptr(w->reader, frame + o->cframe_current_frame, &frame))
+			return w->err = WALK_ERR_READ_TSTATE;
+	}
 	if (o->has_base_frame &&
 	    walk_read_ptr(w->reader, tstate + o->tstate_base_frame, &w->base_frame))
 		return w->err = WALK_ERR_READ_TSTATE;
@@ -479,11 +524,26 @@ WALK_INLINE __u32 walk_code(struct walk_state *w, __u64 code)
 	return fp;
 }
 
+/* Whether addr holds what a frame holds, a code object where its code is
+ * (two reads), for walk_visit() to choose between two accounts of a
+ * thread caught entering an eval call. 0 passes: no frame, an empty walk. */
+WALK_INLINE int walk_frame_plausible(struct walk_state *w, __u64 addr)
+{
+	const struct py_offsets *o = &w->cfg->off;
+	__u64 *v = &w->scratch->entry_probe;
+
+	if (!addr)
+		return 1;
+	return !walk_read_ptr(w->reader, addr + o->frame_code, v) && (*v & w->code_mask) &&
+	       !walk_read_ptr(w->reader, (*v & w->code_mask) + o->ob_type, v) &&
+	       *v == w->cfg->code_type_addr;
+}
+
 /*
  * Visit one frame. Returns 1 when the walk is over (done, error or
- * truncated), 0 to be called again. Shaped as a bpf_loop body.
+ * truncated), 0 to be called again.
  */
-WALK_INLINE int walk_step(struct walk_state *w)
+WALK_INLINE int walk_visit(struct walk_state *w)
 {
 	const struct py_offsets *o = &w->cfg->off;
 	__u64 frame = w->frame, prev, code;
@@ -522,6 +582,26 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	w->frame = prev;
 	w->bottom_ok =
 	    !w->bottom_mask || ((w->bottom_mask >> (f[w->bottom_off & WALK_FBUF_MASK] & 7)) & 1);
+	/* The innermost eval call's entry (walk_entry_expect()): a wrong
+	 * link fails the walk here, and walk_step() takes it again from the
+	 * caller's frame, unless that is no frame: the caller's cframe was
+	 * stale as well (3.11 and 3.12 write a new cframe's two words after
+	 * they publish it). This chain is then the better account, with its
+	 * innermost frame as the call being entered, the one a fresh call
+	 * has at that point: where the entry mark is the frame's own flag
+	 * (3.11, no shims), that frame gets it; a 3.12 shim marks it anyway. */
+	if (w->bottom_mask && w->bottom_ok && w->scratch->entry_check) {
+		w->scratch->entry_check = 0;
+		if (prev != w->scratch->entry_prev) {
+			if (walk_frame_plausible(w, w->scratch->entry_prev)) {
+				w->scratch->entry_check = 1;
+				w->err = WALK_ERR_NO_ENTRY;
+				return 1;
+			}
+			if (n && !w->skip_owners)
+				w->out[0].instr |= (__s32)FRAME_INSTR_ENTRY;
+		}
+	}
 	owner = f[o->frame_owner & WALK_FBUF_MASK];
 	if ((w->skip_owners >> (owner & 7)) & 1) {
 		walk_mark_entry(w); /* 3.12+: an entry shim ends one eval call */
@@ -563,6 +643,37 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		s->ngen++;
 	}
 #endif
+	return 0;
+}
+
+/*
+ * One frame, as walk_visit(), and where a 3.11/3.12 walk is over before its
+ * innermost entry was checked (walk_entry_expect()), the walk again from the
+ * caller's frame: what was written is dropped, the code objects met stay in
+ * the memo (they were read and checked), and the list of fresh ones is
+ * declared incomplete, so that naming visits every frame. A walk cut by the
+ * depth bound is not taken again: it never reached the entry. Shaped as a
+ * bpf_loop body.
+ */
+WALK_INLINE int walk_step(struct walk_state *w)
+{
+	struct walk_scratch *s = w->scratch;
+
+	if (!walk_visit(w))
+		return 0;
+	if (w->truncated || !s->entry_check)
+		return 1;
+	s->entry_check = 0;
+	s->entry_retries++;
+	s->nfresh = WALK_FRESH + 1;
+#ifndef BPFPY_NO_ASYNC
+	s->ngen = 0;
+#endif
+	w->frame = s->entry_prev;
+	w->n = 0;
+	w->err = WALK_OK;
+	w->done = 0;
+	w->bottom_ok = 1;
 	return 0;
 }
 

@@ -520,6 +520,8 @@ static __always_inline int sample_thread(const struct sample_req *q)
 		h->flags |= SAMPLE_TRUNCATED;
 		count_add(CNT_TRUNCATED, 1);
 	}
+	if (tstate && !err && sc->ws.entry_retries)
+		count_add(CNT_ENTRY_RETRY, 1);
 	h->nframes = n;
 	h->leaf_op = 0;
 	h->op_flags = 0;

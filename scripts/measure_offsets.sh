@@ -154,6 +154,7 @@ if ver <= (3, 10):
 elif ver <= (3, 12):
     put("tstate_frame", off(TS, "cframe"))
     put("cframe_current_frame", off("_PyCFrame", "current_frame"))
+    put("cframe_previous", off("_PyCFrame", "previous"))
 else:
     put("tstate_frame", off(TS, "current_frame"))
 

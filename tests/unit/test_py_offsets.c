@@ -91,6 +91,7 @@ static const struct key keys[] = {
     KO(tstate_next),
     KO(tstate_frame),
     KO(cframe_current_frame),
+    KO(cframe_previous),
     KO(tstate_native_thread_id),
     KO(tstate_thread_id),
     KO(frame_code),

@@ -529,6 +529,107 @@ static void test_chain_must_end_at_entry(void **state)
 	free(ts);
 }
 
+/*
+ * 3.11/3.12: a thread caught while an eval call is being entered
+ * (walk_entry_expect()). Thread 0's cframe has a caller's, slot 3, whose
+ * current frame is the one the innermost call's entry must link to; the
+ * walk that finds it otherwise is taken again from there, in both
+ * readers, and counted once it gives a stack.
+ */
+static void walk_both(struct image *im, struct thread_stack *ts, int err, int nframes,
+		      uint64_t leaf, uint64_t retries)
+{
+	const struct sample_hdr *h = tick(im, 0, 1);
+
+	assert_non_null(h);
+	assert_int_equal(h->err, err);
+	assert_int_equal(h->nframes, nframes);
+	if (nframes)
+		assert_int_equal(frames_of(h)[0].code, leaf);
+	assert_int_equal(counter_mem[CNT_ENTRY_RETRY], retries);
+	assert_int_equal(stack_read_thread(&im->r, &im->cfg, TSTATE(0), ts), err ? -1 : 0);
+	assert_int_equal(ts->err, err);
+	assert_int_equal(ts->nframes, h->nframes);
+	assert_memory_equal(ts->frames, frames_of(h), h->nframes * sizeof(struct frame_rec));
+}
+
+static void test_eval_call_entry(void **state)
+{
+	static const int depth[] = {3};
+	struct thread_stack *ts = calloc(1, sizeof(*ts));
+	struct image im;
+
+	(void)state;
+	assert_non_null(ts);
+	for (int v = 0; v < 2; v++) {
+		const struct py_offsets *o;
+		uint8_t *outer = cframe_b + 3 * 0x100;
+
+		/* Consistent: 3.11's frame 0 is the entry of the inner call,
+		 * linked to frame 1; 3.12's one shim, at the bottom, links to
+		 * nothing, and so does the caller's cframe. */
+		build(&im, v ? V312 : V311, 1, depth);
+		o = &im.cfg.off;
+		assert_int_not_equal(o->cframe_previous, 0);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		if (v) {
+			put64(outer, o->cframe_current_frame, 0);
+		} else {
+			frame_b[o->frame_bottom_off] = (uint8_t)__builtin_ctz(o->frame_bottom_mask);
+			put64(outer, o->cframe_current_frame, FRAME(1));
+		}
+		walk_both(&im, ts, 0, 3, CODE(0), 0);
+		if (!v)
+			assert_true(frames_of((const struct sample_hdr *)rb_mem)[0].instr &
+				    (__s32)FRAME_INSTR_ENTRY);
+
+		/* The stale frame of the call before, reinitialized by the new
+		 * one (3.11: not yet is_entry): its chain ends at an entry that
+		 * does not link to the caller's frame. Taken from frame 1. */
+		build(&im, v ? V312 : V311, 1, depth);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		put64(outer, o->cframe_current_frame, FRAME(1));
+		walk_both(&im, ts, 0, 2, CODE(1), 1);
+
+		/* current_frame not yet set: a word of nothing. */
+		build(&im, v ? V312 : V311, 1, depth);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		put64(outer, o->cframe_current_frame, FRAME(1));
+		put64(cframe_b, o->cframe_current_frame, 0xdead0000ull);
+		walk_both(&im, ts, 0, 2, CODE(1), 1);
+		put64(cframe_b, o->cframe_current_frame, 0);
+		walk_both(&im, ts, 0, 2, CODE(1), 2);
+
+		/* Stale, and the caller's cframe too (its current frame no
+		 * frame): the chain stands, its innermost frame the call being
+		 * entered (3.11 marks it; 3.12's shim below it does). */
+		build(&im, v ? V312 : V311, 1, depth);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		put64(outer, o->cframe_current_frame, 0xdead1000ull);
+		walk_both(&im, ts, 0, 3, CODE(0), 0);
+		assert_int_equal(!!(frames_of((const struct sample_hdr *)rb_mem)[0].instr &
+				    (__s32)FRAME_INSTR_ENTRY),
+				 !v);
+
+		/* The caller's frame unreadable too: the first error stands
+		 * (the walk is taken again once, not counted). */
+		build(&im, v ? V312 : V311, 1, depth);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		put64(outer, o->cframe_current_frame, 0xdead1000ull);
+		put64(cframe_b, o->cframe_current_frame, 0xdead0000ull);
+		walk_both(&im, ts, WALK_ERR_READ_FRAME, 0, 0, 0);
+
+		/* A depth bound met before the entry: truncated, as it is. */
+		build(&im, v ? V312 : V311, 1, depth);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		put64(outer, o->cframe_current_frame, FRAME(1));
+		im.cfg.max_depth = 1;
+		walk_both(&im, ts, 0, 1, CODE(0), 0);
+		assert_true(((const struct sample_hdr *)rb_mem)->flags & SAMPLE_TRUNCATED);
+	}
+	free(ts);
+}
+
 /* tstate->next pointing to itself: the search stops at once with the
  * cause instead of turning TSTATE_SEARCH_MAX times. */
 static void test_thread_list_loop_bpf(void **state)
@@ -1936,6 +2037,7 @@ int main(void)
 	    cmocka_unit_test(test_pthread_match_3_10),
 	    cmocka_unit_test(test_truncated),
 	    cmocka_unit_test(test_error_causes),
+	    cmocka_unit_test(test_eval_call_entry),
 	    cmocka_unit_test(test_chain_must_end_at_entry),
 	    cmocka_unit_test(test_thread_list_loop_bpf),
 	    cmocka_unit_test(test_thread_list_loop_user),

@@ -164,7 +164,10 @@ static const char doc[] =
     "the most samples, then one line for the rest); ticks (clock ticks in a target "
     "thread), kept (after Poisson thinning), emitted (records that reached user space), lost "
     "(ring buffer full), no thread state, truncated (deeper than --max-depth, leaf part "
-    "kept); 'ticks N = W written + E errors + P without a Python thread state + D dropped': "
+    "kept); 'N stacks taken from the caller's frame' (3.11/3.12, when not 0): threads caught "
+    "entering an eval call, whose new C frame record was published before it was filled in, "
+    "walked from the frame they were running just before (docs/record.md); "
+    "'ticks N = W written + E errors + P without a Python thread state + D dropped': "
     "where every tick went, exactly, each part on a line of its own: 'written:' Python "
     "stacks, [thread starting] and [thread exiting] samples; 'errors: CAUSE N' (a failed "
     "walk, or a frame whose code was freed before it could be named, is counted, never "
@@ -1185,6 +1188,11 @@ static void summary(const struct rec_ctx *c, struct bpf_sampler *s, double elaps
 		(unsigned long long)cnt[CNT_TICKS], (unsigned long long)cnt[CNT_KEPT],
 		(unsigned long long)cnt[CNT_EMITTED], (unsigned long long)cnt[CNT_LOST],
 		(unsigned long long)cnt[CNT_NO_PYTHON], (unsigned long long)cnt[CNT_TRUNCATED]);
+	if (cnt[CNT_ENTRY_RETRY])
+		fprintf(stderr,
+			"  %llu stacks taken from the caller's frame: their thread was entering "
+			"an eval call (3.11/3.12)\n",
+			(unsigned long long)cnt[CNT_ENTRY_RETRY]);
 	summary_modes(c, s, cnt);
 	if (bpf_sampler_native(s))
 		native_tables_summary(stderr, bpf_sampler_native(s));
