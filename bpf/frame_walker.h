@@ -115,8 +115,8 @@ struct walk_scratch {
 	__u32 ngen;
 	__u32 gen_owner; /* the owner of a generator's frame; 0xff: not asked */
 	/* 3.11/3.12 (walk_entry_expect()): while entry_check is 1, the first
-	 * entry frame or shim of the walk must link to entry_prev; the walk
-	 * was retaken from there entry_retries times (0 or 1). Here rather
+	 * entry frame or shim of the walk must link to entry_prev (2: it did
+	 * not); the walk was retaken from there entry_retries times (0 or 1). Here rather
 	 * than in walk_state: values the verifier cannot see are one state
 	 * at bpf_loop, not two (walk_hide()). */
 	__u64 entry_prev;
@@ -594,7 +594,7 @@ WALK_INLINE int walk_visit(struct walk_state *w)
 		w->scratch->entry_check = 0;
 		if (prev != w->scratch->entry_prev) {
 			if (walk_frame_plausible(w, w->scratch->entry_prev)) {
-				w->scratch->entry_check = 1;
+				w->scratch->entry_check = 2;
 				w->err = WALK_ERR_NO_ENTRY;
 				return 1;
 			}
@@ -647,13 +647,17 @@ WALK_INLINE int walk_visit(struct walk_state *w)
 }
 
 /*
- * One frame, as walk_visit(), and where a 3.11/3.12 walk is over before its
- * innermost entry was checked (walk_entry_expect()), the walk again from the
- * caller's frame: what was written is dropped, the code objects met stay in
- * the memo (they were read and checked), and the list of fresh ones is
- * declared incomplete, so that naming visits every frame. A walk cut by the
- * depth bound is not taken again: it never reached the entry. Shaped as a
- * bpf_loop body.
+ * One frame, as walk_visit(), and where a 3.11/3.12 walk is over for what
+ * the innermost cframe may have got wrong (walk_entry_expect()), the walk
+ * again from the caller's frame: a chain whose entry does not link to it
+ * (entry_check 2), a first frame that is unreadable or names no code
+ * object, or no frame at all. What was written is dropped, the code
+ * objects met stay in the memo (they were read and checked), and the list
+ * of fresh ones is declared incomplete, so that naming visits every frame.
+ * Not taken again: a walk cut by the depth bound (it never reached the
+ * entry), and a frame that reads but links badly, to itself or past the
+ * first frame: those links are the target's own, reported as they are.
+ * Shaped as a bpf_loop body.
  */
 WALK_INLINE int walk_step(struct walk_state *w)
 {
@@ -662,6 +666,8 @@ WALK_INLINE int walk_step(struct walk_state *w)
 	if (!walk_visit(w))
 		return 0;
 	if (w->truncated || !s->entry_check)
+		return 1;
+	if (s->entry_check == 1 && w->err && (w->err == WALK_ERR_CYCLE || w->visited > 1))
 		return 1;
 	s->entry_check = 0;
 	s->entry_retries++;

@@ -619,6 +619,16 @@ static void test_eval_call_entry(void **state)
 		put64(cframe_b, o->cframe_current_frame, 0xdead0000ull);
 		walk_both(&im, ts, WALK_ERR_READ_FRAME, 0, 0, 0);
 
+		/* The target's own bad links are reported, not walked around:
+		 * frame 0 linked to itself, or to nothing. */
+		build(&im, v ? V312 : V311, 1, depth);
+		put64(cframe_b, o->cframe_previous, CFRAME(3));
+		put64(outer, o->cframe_current_frame, FRAME(1));
+		put64(frame_b, o->frame_previous, FRAME(0));
+		walk_both(&im, ts, WALK_ERR_CYCLE, 0, 0, 0);
+		put64(frame_b, o->frame_previous, 0xdead0000ull);
+		walk_both(&im, ts, WALK_ERR_READ_FRAME, 0, 0, 0);
+
 		/* A depth bound met before the entry: truncated, as it is. */
 		build(&im, v ? V312 : V311, 1, depth);
 		put64(cframe_b, o->cframe_previous, CFRAME(3));
