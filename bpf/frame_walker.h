@@ -116,9 +116,9 @@ struct walk_scratch {
 	__u32 gen_owner; /* the owner of a generator's frame; 0xff: not asked */
 	/* 3.11/3.12 (walk_entry_expect()): while entry_check is 1, the first
 	 * entry frame or shim of the walk must link to entry_prev (2: it did
-	 * not); the walk was retaken from there entry_retries times (0 or 1). Here rather
-	 * than in walk_state: values the verifier cannot see are one state
-	 * at bpf_loop, not two (walk_hide()). */
+	 * not); the walk was retaken from there entry_retries times (0 or
+	 * 1). Here rather than in walk_state: values the verifier cannot see
+	 * are one state at bpf_loop, not two (walk_hide()). */
 	__u64 entry_prev;
 	__u64 entry_probe; /* walk_frame_plausible()'s word */
 	__u32 entry_check;
@@ -296,8 +296,8 @@ WALK_INLINE void walk_tag_clear(struct walk_page_tag *t)
  * current_frame, which is also what the innermost call's entry frame
  * (3.11) or entry shim (3.12) links to once it is pushed. So the walk
  * notes that frame here, checks the link at the first entry it meets
- * (walk_step()), and where the link differs, or the walk fails before
- * meeting one, takes the walk again from the noted frame, once. cframe is
+ * (walk_visit()), and where the link differs, or the first frame is not
+ * one, takes the walk again from the noted frame, once (walk_step()). cframe is
  * the innermost _PyCFrame; the outermost, tstate's root_cframe, has no
  * previous and asks for no check.
  */
@@ -655,8 +655,9 @@ WALK_INLINE int walk_visit(struct walk_state *w)
  * objects met stay in the memo (they were read and checked), and the list
  * of fresh ones is declared incomplete, so that naming visits every frame.
  * Not taken again: a walk cut by the depth bound (it never reached the
- * entry), and a frame that reads but links badly, to itself or past the
- * first frame: those links are the target's own, reported as they are.
+ * entry), and a frame that reads but links badly, to itself, to nothing
+ * or to a bad frame: those links are the target's own, reported as they
+ * are.
  * Shaped as a bpf_loop body.
  */
 WALK_INLINE int walk_step(struct walk_state *w)
@@ -667,7 +668,8 @@ WALK_INLINE int walk_step(struct walk_state *w)
 		return 0;
 	if (w->truncated || !s->entry_check)
 		return 1;
-	if (s->entry_check == 1 && w->err && (w->err == WALK_ERR_CYCLE || w->visited > 1))
+	if (s->entry_check == 1 && w->err &&
+	    (w->err == WALK_ERR_CYCLE || w->err == WALK_ERR_NO_ENTRY || w->visited > 1))
 		return 1;
 	s->entry_check = 0;
 	s->entry_retries++;

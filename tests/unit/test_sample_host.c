@@ -620,7 +620,7 @@ static void test_eval_call_entry(void **state)
 		walk_both(&im, ts, WALK_ERR_READ_FRAME, 0, 0, 0);
 
 		/* The target's own bad links are reported, not walked around:
-		 * frame 0 linked to itself, or to nothing. */
+		 * frame 0 linked to itself, to no frame, or to none. */
 		build(&im, v ? V312 : V311, 1, depth);
 		put64(cframe_b, o->cframe_previous, CFRAME(3));
 		put64(outer, o->cframe_current_frame, FRAME(1));
@@ -628,6 +628,8 @@ static void test_eval_call_entry(void **state)
 		walk_both(&im, ts, WALK_ERR_CYCLE, 0, 0, 0);
 		put64(frame_b, o->frame_previous, 0xdead0000ull);
 		walk_both(&im, ts, WALK_ERR_READ_FRAME, 0, 0, 0);
+		put64(frame_b, o->frame_previous, 0);
+		walk_both(&im, ts, WALK_ERR_NO_ENTRY, 0, 0, 0);
 
 		/* A depth bound met before the entry: truncated, as it is. */
 		build(&im, v ? V312 : V311, 1, depth);
