@@ -51,6 +51,11 @@ target_ok() { # bpfpy pid, what
 	return 0
 }
 
+# A background job of a script starts with INT and QUIT ignored, and an
+# ignored signal stays ignored across exec: bpfpy starts with the default
+# action instead (env --default-signal), so that a signal sent before its
+# handlers are installed kills it as it would from a terminal, rather than
+# being lost (test_tempfiles once saw record run on after one).
 sigs=(INT TERM HUP)
 handled=0 early=0 round_fail=0
 for i in $(seq 1 20); do
@@ -61,10 +66,10 @@ for i in $(seq 1 20); do
 	out=$TMP/rec$i.txt
 	if [ $((i % 2)) -eq 0 ]; then
 		what="dump, SIG$sig after ${delay}s"
-		timeout -s KILL 20 "$BPFPY" dump -p "$pid" > /dev/null 2>&1 &
+		timeout -s KILL 20 env --default-signal=INT,QUIT "$BPFPY" dump -p "$pid" > /dev/null 2>&1 &
 	else
 		what="record, SIG$sig after ${delay}s"
-		timeout -s KILL 20 "$BPFPY" record -q -p "$pid" -o "$out" > /dev/null 2>&1 &
+		timeout -s KILL 20 env --default-signal=INT,QUIT "$BPFPY" record -q -p "$pid" -o "$out" > /dev/null 2>&1 &
 	fi
 	tpid=$!
 	sleep "$delay"
@@ -143,7 +148,7 @@ for i in $(seq 1 16); do
 		out=$TMP/trace$i.txt
 		quiet=(-q)
 		[ -n "$settled" ] && quiet=()
-		timeout -s KILL 30 "$BPFPY" trace "${quiet[@]}" -p "$pid" --uprobe python:PyEval_SaveThread -d 20 \
+		timeout -s KILL 30 env --default-signal=INT,QUIT "$BPFPY" trace "${quiet[@]}" -p "$pid" --uprobe python:PyEval_SaveThread -d 20 \
 			-o "$out" >/dev/null 2>"$TMP/trace$i.err" &
 		if [ -n "$settled" ]; then
 			for _ in $(seq 1 150); do
@@ -155,7 +160,7 @@ for i in $(seq 1 16); do
 		what="trace, SIG$sig after ${delay}s${settled:+ once attached}"
 	else
 		what="oracle, SIG$sig after ${delay}s"
-		timeout -s KILL 60 "$BPFPY" oracle -q --snippet flat_alternating --mode ptrace --mode bpf \
+		timeout -s KILL 60 env --default-signal=INT,QUIT "$BPFPY" oracle -q --snippet flat_alternating --mode ptrace --mode bpf \
 			--duration 1 --rate 1 --warmup 0.3 --python "$label" >/dev/null 2>"$TMP/oracle$i.err" &
 	fi
 	tpid=$!

@@ -22,12 +22,23 @@ label=$(targets | awk -F'\t' '$1 ~ /^3\.12\./ {print $2; exit}')
 d=$(mktemp -d "$TMP/rec.XXXXXX")
 start_progress "$d" || finish
 
+# A background job of a script ignores INT and QUIT, and an ignored signal
+# stays ignored across exec: one sent before bpfpy installed its handlers
+# was lost, and record, with no -d, ran on ("still running 30 s after
+# SIGQUIT" at 0.00 s, once in a full run). So bpfpy starts with the default
+# action for both (env --default-signal), and the moment counts from its
+# exec (/proc/PID/exe), not from the fork.
+bpfpy_exe=$(readlink -f "$BPFPY")
 rec_fail=0 rec_died=0
 for i in $(seq 1 12); do
 	sig=${sigs[RANDOM % 5]}
 	delay=0.$((RANDOM % 6))$((RANDOM % 10))
-	"$BPFPY" record -q -p "$pid" -o "$d/out$i.txt" > /dev/null 2> "$d/err$i" &
+	env --default-signal=INT,QUIT "$BPFPY" record -q -p "$pid" -o "$d/out$i.txt" > /dev/null 2> "$d/err$i" &
 	bp=$!
+	for _ in $(seq 1 300); do
+		[[ $(readlink /proc/"$bp"/exe 2>/dev/null) == "$bpfpy_exe" ]] && break
+		sleep 0.01
+	done
 	sleep "$delay"
 	kill -"$sig" "$bp" 2>/dev/null
 	for _ in $(seq 1 300); do kill -0 "$bp" 2>/dev/null || break; sleep 0.1; done
