@@ -359,6 +359,9 @@ WALK_INLINE int walk_begin(struct walk_state *w, __u64 tstate)
 		walk_tag_clear(&w->scratch->tags[i]);
 	if (walk_read_ptr(w->reader, tstate + o->tstate_frame, &frame))
 		return w->err = WALK_ERR_READ_TSTATE;
+	/* Two reads of the cframe's adjacent current_frame and previous: one
+	 * 16-byte read of both into scratch made the verifier give up on
+	 * on_cpu_tick ("sequence of 8193 jumps is too complex"). */
 	if (o->frame_model == FRAME_MODEL_CFRAME && frame) {
 		walk_entry_expect(w, frame);
 		if (walk_read_ptr(w->reader, frame + o->cframe_current_frame, &frame))

@@ -23,7 +23,7 @@ failed=()
 # the first test on): a test gets at most what is left of it, and one that
 # would get less than a minute is failed as not run. The bound is a hang
 # guard, not the suite's budget: CI gives a run 90 minutes, and a suite that
-# grows past its usual time (about 30 minutes on 2 CPUs, README "Two
+# grows past its usual time (30 to 32 minutes on 2 CPUs, README "Two
 # commands") must fail by its tests, not by this bound (in CI, 1701 s of
 # 1800 left no room for the next two tests).
 LIMIT_UNIT=300 LIMIT_INTEGRATION=600 LIMIT_TOTAL=${LIMIT_TOTAL:-3300}
